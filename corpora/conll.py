@@ -1,0 +1,230 @@
+"""Read and write CoNLL-X and CoNLL-U dependency files.
+
+Both formats have ten tab-separated columns per word line and a blank line
+after each sentence, so one reader accepts both. Comment lines (``#...``)
+may precede a sentence's tokens; CoNLL-U multiword-token lines (``1-2``) and
+empty nodes (``8.1``) are kept aside and written back in place. Reading and
+then writing a file reproduces it byte for byte, except that runs of blank
+lines become one blank line, a missing final blank line is added, CRLF line
+ends become LF and a leading byte-order mark is dropped.
+
+Every problem in a file raises :class:`~corpora.errors.CorpusError` with the
+file name and the 1-based line number.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+from conllu.exceptions import ParseException
+from conllu.parser import parse_id_value, parse_int_value
+
+from .errors import CorpusError
+from .sentence import BLANK, FORM, HEAD, ID, N_COLUMNS, Sentence, find_cycle
+
+# A block is one sentence's lines as (1-based line number, text) pairs.
+Block = list[tuple[int, str]]
+
+
+def read_conll(
+    path: str | os.PathLike[str], *, encoding: str = "utf-8", require_heads: bool = True
+) -> list[Sentence]:
+    """Read a CoNLL-X or CoNLL-U file.
+
+    Args:
+        path: the file; its name, as given, is used in messages and as
+            ``Sentence.source``.
+        encoding: the file's text encoding.
+        require_heads: when False, sentences whose HEAD column is ``_`` on
+            every token are accepted (text to be parsed); when True they raise.
+
+    Raises:
+        CorpusError: the file is missing, does not decode, is malformed or
+            holds no sentence.
+    """
+    source = os.fspath(path)
+    data = read_bytes(source)
+    return parse_conll(decode(data, source, encoding), source, require_heads=require_heads)
+
+
+def parse_conll(text: str, source: str = "<string>", *, require_heads: bool = True) -> list[Sentence]:
+    """Parse CoNLL-X / CoNLL-U text; ``source`` names it in messages.
+
+    See :func:`read_conll` for ``require_heads`` and the errors raised.
+    """
+    text = text.removeprefix("\ufeff")
+    sentences = [_parse_block(block, source, require_heads) for block in split_blocks(text)]
+    if not sentences:
+        raise CorpusError(f"{source}: no sentences found")
+    return sentences
+
+
+def format_conll(sentences: Iterable[Sentence]) -> str:
+    """Return the sentences as CoNLL text: their lines, then one blank line each."""
+    return "".join("\n".join(sentence.lines()) + "\n\n" for sentence in sentences)
+
+
+def write_conll(path: str | os.PathLike[str], sentences: Iterable[Sentence], *, encoding: str = "utf-8") -> None:
+    """Write sentences to ``path`` atomically.
+
+    The text goes to a temporary file in the same folder, which then replaces
+    ``path``, so readers never see a half-written file.
+
+    Raises:
+        CorpusError: the text cannot be encoded or the file cannot be written.
+    """
+    target = Path(path)
+    try:
+        data = format_conll(sentences).encode(encoding)
+    except UnicodeEncodeError as error:
+        raise CorpusError(
+            f"{target}: cannot encode {error.object[error.start]!r} as {encoding}"
+        ) from None
+    temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, target)
+    except OSError as error:
+        raise CorpusError(f"{target}: cannot write ({error.strerror})") from None
+    finally:
+        temporary.unlink(missing_ok=True)  # left only when writing failed
+
+
+def read_bytes(source: str) -> bytes:
+    """Return a file's bytes, turning OS errors into one-line CorpusErrors."""
+    try:
+        return Path(source).read_bytes()
+    except FileNotFoundError:
+        raise CorpusError(f"{source}: no such file") from None
+    except OSError as error:
+        raise CorpusError(f"{source}: cannot read ({error.strerror})") from None
+
+
+def decode(data: bytes, source: str, encoding: str) -> str:
+    """Decode a file's bytes; a failure names the line and the ``--encoding`` option."""
+    try:
+        return data.decode(encoding)
+    except LookupError:
+        raise CorpusError(f"{source}: unknown encoding '{encoding}'") from None
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise CorpusError(
+            f"{source}:{line}: not valid {encoding} (byte 0x{data[error.start]:02x}); "
+            "pass --encoding latin-1 if the file uses another encoding"
+        ) from None
+
+
+def split_blocks(text: str) -> Iterator[Block]:
+    """Yield the non-blank lines of each blank-line-separated block with their line numbers.
+
+    Lines holding only whitespace count as blank; a trailing CR is dropped.
+    """
+    block: Block = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
+        if line.strip():
+            block.append((number, line))
+        elif block:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
+def check_heads(
+    head_column: Sequence[str], forms: Sequence[str], lines: Sequence[int], source: str, *, require_heads: bool
+) -> None:
+    """Check that a sentence's HEAD column forms a tree rooted at 0.
+
+    Args:
+        head_column: the HEAD strings of the sentence's word tokens.
+        forms: the tokens' forms, to name them in messages.
+        lines: the tokens' 1-based line numbers in ``source``.
+        require_heads: whether a HEAD column of only ``_`` is an error.
+
+    Raises:
+        CorpusError: on mixed ``_`` heads, a non-integer or out-of-range head,
+            a token that is its own head, no root token, or a cycle.
+    """
+    blank = [value == BLANK for value in head_column]
+    if all(blank):
+        if require_heads:
+            raise CorpusError(f"{source}:{lines[0]}: HEAD is '_' on every token, but gold heads are needed")
+        return
+    if any(blank):
+        first = blank.index(True)
+        raise CorpusError(f"{source}:{lines[first]}: HEAD is '_' while other tokens of the sentence have heads")
+    n = len(head_column)
+    heads = []
+    for i, value in enumerate(head_column):
+        try:
+            head = parse_int_value(value)
+        except ParseException:
+            raise CorpusError(f"{source}:{lines[i]}: HEAD '{value}' is not an integer") from None
+        if not 0 <= head <= n:
+            raise CorpusError(f"{source}:{lines[i]}: HEAD {head} is outside 0..{n}")
+        if head == i + 1:
+            raise CorpusError(f"{source}:{lines[i]}: token {head} is its own head")
+        heads.append(head)
+    if 0 not in heads:
+        raise CorpusError(f"{source}:{lines[0]}: no token is attached to the root (HEAD 0)")
+    cycle = find_cycle(heads)
+    if cycle is not None:
+        names = " -> ".join(f"{token} '{forms[token - 1]}'" for token in [*cycle, cycle[0]])
+        raise CorpusError(f"{source}:{lines[cycle[0] - 1]}: cycle among tokens {names}")
+
+
+def _parse_block(block: Block, source: str, require_heads: bool) -> Sentence:
+    """Build one Sentence from a block of CoNLL lines, validating it."""
+    rows: list[tuple[str, ...]] = []
+    row_lines: list[int] = []
+    aside: list[tuple[int, str]] = []
+    seen_token = False
+    for number, line in block:
+        where = f"{source}:{number}"
+        if line.startswith("#"):
+            if seen_token:
+                raise CorpusError(f"{where}: comment inside a sentence; comments must come before its tokens")
+            aside.append((0, line))
+            continue
+        seen_token = True
+        columns = tuple(line.split("\t"))
+        if len(columns) != N_COLUMNS:
+            raise CorpusError(f"{where}: expected {N_COLUMNS} tab-separated columns, found {len(columns)}")
+        try:
+            token_id = parse_id_value(columns[ID])
+        except ParseException:
+            token_id = None
+        if isinstance(token_id, tuple):
+            _check_aside_id(token_id, len(rows), where, columns[ID])
+            aside.append((len(rows), line))
+            continue
+        if token_id is None:
+            raise CorpusError(f"{where}: ID '{columns[ID]}' is not an integer")
+        if token_id != len(rows) + 1:
+            raise CorpusError(f"{where}: expected ID {len(rows) + 1}, found {token_id}")
+        rows.append(columns)
+        row_lines.append(number)
+    first_line = block[0][0]
+    if not rows:
+        raise CorpusError(f"{source}:{first_line}: sentence has no word tokens")
+    check_heads(
+        [row[HEAD] for row in rows], [row[FORM] for row in rows], row_lines, source, require_heads=require_heads
+    )
+    return Sentence(rows=tuple(rows), aside=tuple(aside), source=source, line=first_line)
+
+
+def _check_aside_id(token_id: tuple[int, str, int], words_before: int, where: str, text: str) -> None:
+    """Check that a multiword range starts at the next word and an empty node follows its word."""
+    first, separator, _ = token_id
+    if separator == "-" and first != words_before + 1:
+        raise CorpusError(f"{where}: multiword token {text} must come just before word {first}")
+    if separator == "." and first != words_before:
+        raise CorpusError(f"{where}: empty node {text} must come just after word {first}")

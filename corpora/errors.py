@@ -1,0 +1,14 @@
+"""Errors raised while reading, writing or finding corpora.
+
+Every message is one readable line that names the file and, when it applies,
+the 1-based line number, e.g. ``data/x.conll:17: expected 10 tab-separated
+columns, found 7``.
+"""
+
+
+class CorpusError(Exception):
+    """A corpus file or data set cannot be read, written or found."""
+
+
+class DataNotFoundError(CorpusError):
+    """An NLTK data package that a data set needs is not installed."""

@@ -1,0 +1,47 @@
+"""Read Malt-TAB files, the format of NLTK's ``dependency_treebank`` (``.dp``).
+
+Each word line is ``word TAB tag TAB head`` and a blank line ends a sentence.
+The sentences become ten-column CoNLL-X rows: LEMMA and FEATS ``_``, CPOS and
+POS both the tag, DEPREL, PHEAD and PDEPREL ``_``. Writing them with
+:func:`~corpora.conll.write_conll` therefore gives CoNLL-X.
+"""
+
+from __future__ import annotations
+
+from .conll import check_heads, split_blocks
+from .errors import CorpusError
+from .sentence import BLANK, FORM, HEAD, Sentence
+
+MALT_COLUMNS = 3
+
+
+def parse_malt_tab(text: str, source: str) -> list[Sentence]:
+    """Parse Malt-TAB text; ``source`` names it in messages and in ``Sentence.source``.
+
+    Raises:
+        CorpusError: a line without three columns, a malformed tree, or no
+            sentence at all (each named by file and line).
+    """
+    sentences = []
+    for block in split_blocks(text):
+        rows = []
+        for number, line in block:
+            columns = line.split("\t")
+            if len(columns) != MALT_COLUMNS:
+                raise CorpusError(
+                    f"{source}:{number}: expected {MALT_COLUMNS} tab-separated columns "
+                    f"(word, tag, head), found {len(columns)}"
+                )
+            word, tag, head = columns
+            rows.append((str(len(rows) + 1), word, BLANK, tag, tag, BLANK, head, BLANK, BLANK, BLANK))
+        check_heads(
+            [row[HEAD] for row in rows],
+            [row[FORM] for row in rows],
+            [number for number, _ in block],
+            source,
+            require_heads=True,
+        )
+        sentences.append(Sentence(rows=tuple(rows), source=source, line=block[0][0]))
+    if not sentences:
+        raise CorpusError(f"{source}: no sentences found")
+    return sentences

@@ -1,0 +1,181 @@
+"""The in-memory sentence shared by every reader and writer, and tree helpers.
+
+A :class:`Sentence` keeps the ten original columns of each word line as
+strings, plus the lines that are not word tokens (comments, CoNLL-U multiword
+token ranges such as ``1-2`` and empty nodes such as ``8.1``) together with
+their positions, so that writing a sentence back gives the lines it was read
+from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+# Column indices of a CoNLL-X / CoNLL-U word line (both have ten columns).
+ID, FORM, LEMMA, CPOS, POS, FEATS, HEAD, DEPREL = range(8)
+COL9 = 8  # CoNLL-X PHEAD, CoNLL-U DEPS
+COL10 = 9  # CoNLL-X PDEPREL, CoNLL-U MISC
+N_COLUMNS = 10
+BLANK = "_"
+
+
+@dataclass
+class Sentence:
+    """One sentence of word tokens.
+
+    Attributes:
+        rows: the ten column strings of each word line, in token order.
+        aside: lines that are not word tokens, as ``(position, line)`` pairs in
+            file order; ``position`` is the number of word tokens before the
+            line (comments and a leading ``1-2`` range have position 0, an
+            empty node ``8.1`` has position 8).
+        source: the file name as given to the reader.
+        line: the 1-based line number where the sentence starts in ``source``.
+        heads: the HEAD column as integers (0 = root), or None when every
+            HEAD of the sentence is ``_``. Derived from ``rows``.
+
+    Treat a Sentence as immutable; :meth:`with_heads` returns a modified copy.
+    """
+
+    rows: tuple[tuple[str, ...], ...]
+    aside: tuple[tuple[int, str], ...] = ()
+    source: str = "<string>"
+    line: int = 1
+    heads: list[int] | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        head_column = [row[HEAD] for row in self.rows]
+        if all(value == BLANK for value in head_column):
+            self.heads = None
+        else:
+            self.heads = [int(value) for value in head_column]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def forms(self) -> list[str]:
+        """Word forms (FORM column)."""
+        return [row[FORM] for row in self.rows]
+
+    @property
+    def lemmas(self) -> list[str]:
+        """Lemmas (LEMMA column)."""
+        return [row[LEMMA] for row in self.rows]
+
+    @property
+    def cpos(self) -> list[str]:
+        """Coarse tags (CoNLL-X CPOSTAG, CoNLL-U UPOS)."""
+        return [row[CPOS] for row in self.rows]
+
+    @property
+    def pos(self) -> list[str]:
+        """Fine tags (CoNLL-X POSTAG, CoNLL-U XPOS)."""
+        return [row[POS] for row in self.rows]
+
+    @property
+    def feats(self) -> list[str]:
+        """Morphological features (FEATS column), unparsed."""
+        return [row[FEATS] for row in self.rows]
+
+    @property
+    def deprels(self) -> list[str] | None:
+        """Dependency labels (DEPREL column), or None when ``heads`` is None."""
+        if self.heads is None:
+            return None
+        return [row[DEPREL] for row in self.rows]
+
+    def lines(self) -> list[str]:
+        """The sentence's lines in file order, without line terminators."""
+        out: list[str] = []
+        pending = iter(self.aside)
+        nxt = next(pending, None)
+        for position in range(len(self.rows) + 1):
+            while nxt is not None and nxt[0] == position:
+                out.append(nxt[1])
+                nxt = next(pending, None)
+            if position < len(self.rows):
+                out.append("\t".join(self.rows[position]))
+        return out
+
+    def with_heads(self, heads: Sequence[int], deprels: Sequence[str] | None = None) -> Sentence:
+        """Return a copy carrying predicted heads (and labels).
+
+        DEPREL becomes ``_`` when ``deprels`` is None. Other columns with gold
+        syntax are cleared to ``_`` so that no gold annotation reaches a
+        prediction file: column 9 always (CoNLL-X PHEAD or CoNLL-U DEPS, also
+        on empty nodes), and column 10 when column 9 held an integer, i.e.
+        CoNLL-X PDEPREL (in CoNLL-U column 10 is MISC and is kept).
+
+        Args:
+            heads: one head per token, 0 for the root, 1..n otherwise.
+            deprels: one label per token, or None.
+        """
+        n = len(self.rows)
+        if len(heads) != n:
+            raise ValueError(f"expected {n} heads, got {len(heads)}")
+        if deprels is not None and len(deprels) != n:
+            raise ValueError(f"expected {n} deprels, got {len(deprels)}")
+        rows = []
+        for i, row in enumerate(self.rows):
+            head = int(heads[i])
+            if not 0 <= head <= n:
+                raise ValueError(f"head {head} of token {i + 1} is outside 0..{n}")
+            new = list(row)
+            new[HEAD] = str(head)
+            new[DEPREL] = BLANK if deprels is None else deprels[i]
+            if row[COL9].isdigit():
+                new[COL10] = BLANK
+            new[COL9] = BLANK
+            rows.append(tuple(new))
+        aside = tuple((position, _clear_empty_node_deps(text)) for position, text in self.aside)
+        return dataclasses.replace(self, rows=tuple(rows), aside=aside)
+
+
+def _clear_empty_node_deps(line: str) -> str:
+    """Clear the DEPS column of an empty-node line (``8.1``); return others unchanged."""
+    columns = line.split("\t")
+    if len(columns) == N_COLUMNS and "." in columns[ID]:
+        columns[COL9] = BLANK
+        return "\t".join(columns)
+    return line
+
+
+def find_cycle(heads: Sequence[int]) -> list[int] | None:
+    """Return the tokens (1-based, in head order) of a cycle, or None.
+
+    Args:
+        heads: one head per token, each in 0..n (0 = root).
+    """
+    state = [0] * (len(heads) + 1)  # 0 unvisited, 1 on the current path, 2 reaches the root
+    state[0] = 2
+    for start in range(1, len(heads) + 1):
+        path = []
+        node = start
+        while state[node] == 0:
+            state[node] = 1
+            path.append(node)
+            node = heads[node - 1]
+        if state[node] == 1:
+            return path[path.index(node):]
+        for visited in path:
+            state[visited] = 2
+    return None
+
+
+def is_projective(heads: Sequence[int]) -> bool:
+    """True when no two arcs cross, counting arcs from the root at position 0.
+
+    This is the class of trees Eisner's algorithm can produce.
+
+    Args:
+        heads: one head per token, 0 for the root, 1..n otherwise.
+    """
+    arcs = [(min(head, dep), max(head, dep)) for dep, head in enumerate(heads, start=1)]
+    for left, right in arcs:
+        for inner_left, inner_right in arcs:
+            if left < inner_left < right < inner_right:
+                return False
+    return True

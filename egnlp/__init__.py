@@ -1,0 +1,1 @@
+"""egnlp package."""

@@ -1,0 +1,109 @@
+"""Stable 64-bit hashing of strings and feature keys, and a key -> id table.
+
+Feature templates turn a part (an arc, a tag at a position) into 64-bit keys:
+a key is the hash of the template number and the integer atoms it reads
+(word, POS, ...).  A key becomes a feature id either through an *alphabet*
+(a fixed set of keys seen in training, looked up in an open-addressing hash
+table) or by *hashing* (the key's low bits).  Strings are hashed with
+BLAKE2b, so ids are the same in every process and on every machine, which
+``hash()`` does not guarantee.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+from numba import njit
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_EMPTY = np.uint64(0)
+
+
+def hash_string(text: str) -> int:
+    """Return a stable signed 64-bit hash of ``text``."""
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
+
+
+class StringHasher:
+    """Hash strings to int64 atoms, remembering the ones already seen."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        value = self._cache.get(text)
+        if value is None:
+            value = hash_string(text)
+            self._cache[text] = value
+        return value
+
+    def array(self, texts) -> np.ndarray:
+        """Hash a sequence of strings into an int64 array."""
+        return np.fromiter((self(t) for t in texts), dtype=np.int64, count=len(texts))
+
+
+@njit(cache=True)
+def combine(seed, value):
+    """Mix the int64 ``value`` into the uint64 ``seed`` (boost-style combine + splitmix finaliser)."""
+    v = np.uint64(value)
+    x = seed ^ (v + _GOLDEN + (seed << np.uint64(6)) + (seed >> np.uint64(2)))
+    x = (x ^ (x >> np.uint64(30))) * _MIX1
+    x = (x ^ (x >> np.uint64(27))) * _MIX2
+    return x ^ (x >> np.uint64(31))
+
+
+@njit(cache=True)
+def _table_slot(table_keys, key):
+    mask = np.uint64(table_keys.shape[0] - 1)
+    slot = combine(key, 0) & mask
+    while table_keys[slot] != _EMPTY and table_keys[slot] != key:
+        slot = (slot + np.uint64(1)) & mask
+    return slot
+
+
+@njit(cache=True)
+def _table_fill(table_keys, table_vals, keys):
+    for i in range(keys.shape[0]):
+        slot = _table_slot(table_keys, keys[i])
+        table_keys[slot] = keys[i]
+        table_vals[slot] = i
+
+
+@njit(cache=True)
+def table_lookup(table_keys, table_vals, key):
+    """Id of ``key`` in the table, or -1 when it is not there."""
+    slot = _table_slot(table_keys, key)
+    if table_keys[slot] == key:
+        return table_vals[slot]
+    return -1
+
+
+def nonzero_key(keys: np.ndarray) -> np.ndarray:
+    """Keys with 0 replaced by 1: the table uses 0 to mark an empty slot."""
+    keys = keys.copy()
+    keys[keys == 0] = 1
+    return keys
+
+
+class KeyTable:
+    """An open-addressing hash table from uint64 keys to their rank in ``keys``.
+
+    ``keys`` must be unique and non-zero; feature id ``i`` is ``keys[i]``.
+    """
+
+    def __init__(self, keys: np.ndarray) -> None:
+        keys = np.ascontiguousarray(keys, dtype=np.uint64)
+        if keys.size and (keys == 0).any():
+            raise ValueError("feature keys must be non-zero")
+        self.keys = keys
+        capacity = 1 << max(4, int(2 * max(keys.size, 1) - 1).bit_length())
+        self.table_keys = np.zeros(capacity, dtype=np.uint64)
+        self.table_vals = np.full(capacity, -1, dtype=np.int64)
+        _table_fill(self.table_keys, self.table_vals, keys)
+
+    def __len__(self) -> int:
+        return int(self.keys.size)

@@ -1,0 +1,128 @@
+"""The Parser model: features + weights + tree space; parse, save, load.
+
+A model file is one ``.npz`` (numpy's zip of arrays, read with
+``allow_pickle=False`` so loading never runs code) holding:
+
+- ``weights`` (n_features,) float64;
+- ``keys`` (uint64) and ``codes`` (int64): the feature alphabet;
+- ``meta``: UTF-8 JSON bytes (uint8) with the format version, the model kind,
+  the feature configuration, the tree space, and the training settings and
+  final objective values.
+
+It is written to a temporary file beside the target and renamed, so a crash
+never leaves a half-written model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from corpora import Sentence
+from features.arcs import TEMPLATES_VERSION, ArcFeaturizer
+from parser.eisner import eisner_argmax
+
+FORMAT_VERSION = 1
+MODEL_KIND = "egnlp-parser"
+
+
+class ModelError(Exception):
+    """A model file that cannot be used; ``str()`` is one readable line."""
+
+
+def write_npz_atomic(path: str | os.PathLike[str], arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+    """Save ``arrays`` plus ``meta`` (as JSON bytes) to ``path`` via a temporary file and a rename."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    folder.mkdir(parents=True, exist_ok=True)
+    payload = dict(arrays)
+    payload["meta"] = np.frombuffer(json.dumps(meta, sort_keys=True).encode("utf-8"), dtype=np.uint8)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.savez(handle, **payload)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def read_npz(path: str | os.PathLike[str], kind: str, version: int) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Load the arrays and metadata of a model file, checking its kind and format version."""
+    path = str(path)
+    if not os.path.isfile(path):
+        raise ModelError(f"{path}: no such model file")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+        meta = json.loads(arrays.pop("meta").tobytes().decode("utf-8"))
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, UnicodeDecodeError, EOFError) as exc:
+        raise ModelError(f"{path}: not an egnlp model file or corrupt ({type(exc).__name__}: {exc})") from None
+    if not isinstance(meta, dict) or meta.get("kind") != kind:
+        found = meta.get("kind") if isinstance(meta, dict) else None
+        raise ModelError(f"{path}: expected a model of kind '{kind}', found {found!r}")
+    if meta.get("format_version") != version:
+        raise ModelError(f"{path}: model format version {meta.get('format_version')!r} is not supported "
+                         f"by this egnlp (it reads version {version}); retrain the model")
+    return arrays, meta
+
+
+class Parser:
+    """A first-order projective dependency parser."""
+
+    def __init__(self, featurizer: ArcFeaturizer, weights: np.ndarray, root: str = "multi",
+                 info: dict[str, Any] | None = None):
+        if root not in ("single", "multi"):
+            raise ValueError(f"root must be 'single' or 'multi', not {root!r}")
+        weights = np.ascontiguousarray(weights, dtype=np.float64)
+        if weights.shape != (featurizer.n_features,):
+            raise ValueError(f"{weights.shape[0]} weights for {featurizer.n_features} features")
+        self.featurizer = featurizer
+        self.weights = weights
+        self.root = root
+        self.info = dict(info or {})
+
+    def predict_heads(self, sentences: Sequence[Sentence]) -> list[list[int]]:
+        """The best projective tree of each sentence as heads of words 1..n (0 = root)."""
+        encoded = self.featurizer.encode(sentences)
+        out = []
+        for s in range(len(sentences)):
+            heads = eisner_argmax(self.featurizer.arc_scores(encoded, s, self.weights), root=self.root)
+            out.append(heads[1:].tolist())
+        return out
+
+    def parse(self, sentences: Sequence[Sentence]) -> list[Sentence]:
+        """Copies of ``sentences`` with predicted heads; labels (DEPREL) become '_'."""
+        return [s.with_heads(h) for s, h in zip(sentences, self.predict_heads(sentences))]
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        meta = {
+            "kind": MODEL_KIND,
+            "format_version": FORMAT_VERSION,
+            "features": self.featurizer.config(),
+            "root": self.root,
+            "info": self.info,
+        }
+        arrays = {"weights": self.weights, "keys": self.featurizer.keys, "codes": self.featurizer.codes}
+        write_npz_atomic(path, arrays, meta)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> "Parser":
+        arrays, meta = read_npz(path, MODEL_KIND, FORMAT_VERSION)
+        features = meta.get("features", {})
+        if features.get("templates") != TEMPLATES_VERSION:
+            raise ModelError(f"{path}: model uses feature templates {features.get('templates')!r}, "
+                             f"this egnlp has {TEMPLATES_VERSION!r}; retrain the model")
+        try:
+            featurizer = ArcFeaturizer(features["mode"], features["hash_bits"] or 22,
+                                       keys=arrays["keys"], codes=arrays["codes"])
+            return cls(featurizer, arrays["weights"], meta["root"], meta.get("info"))
+        except (KeyError, ValueError, TypeError) as exc:
+            raise ModelError(f"{path}: inconsistent model file ({exc})") from None

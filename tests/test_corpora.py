@@ -1,0 +1,439 @@
+"""Tests of the corpora package: CoNLL and Malt-TAB readers, writers and data sets.
+
+The real treebanks are read through NLTK's data path (set NLTK_DATA).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nltk
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from corpora import (
+    CorpusError,
+    DataNotFoundError,
+    Sentence,
+    dataset_root,
+    format_conll,
+    guess_root,
+    is_projective,
+    list_datasets,
+    load_dataset,
+    load_sentences,
+    parse_conll,
+    parse_malt_tab,
+    read_conll,
+    write_conll,
+)
+
+SAMPLE_CONLLU = Path(__file__).parent / "data" / "sample.conllu"
+
+
+def nltk_bytes(resource: str) -> bytes:
+    """Raw bytes of a file in NLTK's data path; fail (never download) when it is missing."""
+    try:
+        pointer = nltk.data.find(resource)
+    except LookupError:
+        pytest.fail(f"NLTK resource '{resource}' not found; set NLTK_DATA to the project's NLTK data folder")
+    with pointer.open() as handle:
+        return handle.read()
+
+
+@pytest.fixture
+def installed_corpora() -> None:
+    """Fail early, instead of letting the data sets try a download, when NLTK_DATA is not set."""
+    for package in ("corpora/conll2007/", "corpora/dependency_treebank/"):
+        try:
+            nltk.data.find(package)
+        except LookupError:
+            pytest.fail(f"NLTK package '{package}' not found; set NLTK_DATA to the project's NLTK data folder")
+
+
+def conll_line(
+    token_id: object, form: str, head: object, deprel: str = "dep", col9: str = "_", col10: str = "_"
+) -> str:
+    """One CoNLL-X line with the given ID, FORM, HEAD, DEPREL and columns 9-10."""
+    return "\t".join([str(token_id), form, form.lower(), "N", "NN", "_", str(head), deprel, col9, col10])
+
+
+def conll_text(*sentences: list[str]) -> str:
+    """CoNLL text from sentences given as lists of lines."""
+    return "".join("\n".join(lines) + "\n\n" for lines in sentences)
+
+
+# --- round trips -------------------------------------------------------------------------------
+
+
+def test_spanish_conllx_round_trip(tmp_path: Path) -> None:
+    text = nltk_bytes("corpora/conll2007/esp.train").decode("utf-8")
+    head = "".join(block + "\n\n" for block in text.split("\n\n")[:200])
+    source = tmp_path / "esp200.conll"
+    source.write_bytes(head.encode("utf-8"))
+
+    sentences = read_conll(source)
+    assert len(sentences) == 200
+    assert format_conll(sentences) == head
+    copy = tmp_path / "copy.conll"
+    write_conll(copy, sentences)
+    assert copy.read_bytes() == source.read_bytes()
+    again = read_conll(copy)
+    assert [s.rows for s in again] == [s.rows for s in sentences]
+    assert [s.heads for s in again] == [s.heads for s in sentences]
+    assert sentences[0].forms[:3] == ["El", "aumento", "del"]
+    assert sentences[0].heads[:8] == [2, 8, 2, 3, 4, 5, 6, 0]
+    assert sentences[0].deprels[:2] == ["_", "SUJ"]
+    assert sentences[1].line == head.split("\n").index("") + 2
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_basque_latin1_round_trip(tmp_path: Path) -> None:
+    raw = nltk_bytes("corpora/conll2007/eus.train")
+    source = tmp_path / "eus.train"
+    source.write_bytes(raw)
+
+    sentences = read_conll(source, encoding="latin-1")
+    assert len(sentences) == 2595
+    assert format_conll(sentences) == raw.decode("latin-1")
+    copy = tmp_path / "copy.conll"
+    write_conll(copy, sentences, encoding="latin-1")
+    assert copy.read_bytes() == raw
+    assert [s.rows for s in read_conll(copy, encoding="latin-1")] == [s.rows for s in sentences]
+
+
+def test_basque_as_utf8_names_the_line_and_the_option(tmp_path: Path) -> None:
+    raw = nltk_bytes("corpora/conll2007/eus.train")
+    bad = next(i for i, line in enumerate(raw.split(b"\n"), start=1) if any(byte >= 0x80 for byte in line))
+    source = tmp_path / "eus.train"
+    source.write_bytes(raw)
+    with pytest.raises(CorpusError, match=rf"^{re.escape(str(source))}:{bad}: not valid utf-8 .*--encoding"):
+        read_conll(source)
+
+
+def test_conllu_fixture_round_trip(tmp_path: Path) -> None:
+    text = SAMPLE_CONLLU.read_text(encoding="utf-8")
+    sentences = read_conll(SAMPLE_CONLLU)
+
+    assert [len(s) for s in sentences] == [6, 10, 3]
+    assert sentences[0].forms == ["Vamos", "nos", "a", "el", "mar", "."]
+    assert sentences[0].heads == [0, 1, 5, 5, 1, 1]
+    assert sentences[0].cpos[:2] == ["VERB", "PRON"]
+    assert sentences[0].pos[:2] == ["vmip1p0", "pp1cp000"]
+    assert sentences[0].lemmas[:2] == ["ir", "nosotros"]
+    assert sentences[0].feats[2] == "_"
+    assert [position for position, _ in sentences[0].aside] == [0, 0, 0, 0, 2]
+    assert sentences[1].aside[-1] == (8, "8.1\tbought\tbuy\tVERB\tVBD\t_\t_\t_\t2:conj:and\tCopyOf=2")
+    assert sentences[1].forms[7:9] == ["Mary", "pears"]
+    assert [s.line for s in sentences] == [1, 13, 27]
+    assert sentences[2].source == str(SAMPLE_CONLLU)
+
+    assert format_conll(sentences) == text
+    copy = tmp_path / "copy.conllu"
+    write_conll(copy, sentences)
+    assert copy.read_bytes() == SAMPLE_CONLLU.read_bytes()
+    assert [s.lines() for s in read_conll(copy)] == [s.lines() for s in sentences]
+
+
+def test_missing_final_blank_line_is_added(installed_corpora: None) -> None:
+    raw = nltk_bytes("corpora/conll2007/esp.test").decode("utf-8")
+    assert not raw.endswith("\n\n")
+    test = load_dataset("es", "test")
+    assert format_conll(test) == raw + "\n"
+
+
+# --- with_heads ---------------------------------------------------------------------------------
+
+
+def test_with_heads_clears_conllx_gold_columns() -> None:
+    text = conll_text(
+        [
+            conll_line(1, "Dogs", 2, "SUJ", "2", "SUJ"),
+            conll_line(2, "bark", 0, "ROOT", "0", "ROOT"),
+        ]
+    )
+    gold = parse_conll(text)[0]
+    pred = gold.with_heads([0, 1])
+    assert pred.heads == [0, 1]
+    assert pred.deprels == ["_", "_"]
+    assert [row[6:] for row in pred.rows] == [("0", "_", "_", "_"), ("1", "_", "_", "_")]
+    assert pred.rows[0][:6] == gold.rows[0][:6]
+    assert gold.heads == [2, 0] and gold.rows[0][8:] == ("2", "SUJ")
+
+    labelled = gold.with_heads([2, 0], ["nsubj", "root"])
+    assert labelled.deprels == ["nsubj", "root"]
+    assert format_conll([labelled]).split("\n")[0].split("\t")[6:] == ["2", "nsubj", "_", "_"]
+
+
+def test_with_heads_clears_conllu_deps_and_keeps_misc() -> None:
+    gold = read_conll(SAMPLE_CONLLU)[1]
+    pred = gold.with_heads([2, 0, 2, 6, 6, 2, 8, 2, 8, 2], ["nsubj"] * 10)
+    assert all(row[8] == "_" for row in pred.rows)
+    assert [row[9] for row in pred.rows] == [row[9] for row in gold.rows]
+    assert pred.rows[8][9] == "SpaceAfter=No"
+    assert pred.aside[:2] == gold.aside[:2]
+    assert pred.aside[-1] == (8, "8.1\tbought\tbuy\tVERB\tVBD\t_\t_\t_\t_\tCopyOf=2")
+    assert "2:conj:and" not in format_conll([pred])
+    first = read_conll(SAMPLE_CONLLU)[0].with_heads([0, 1, 5, 5, 1, 1])
+    assert first.aside[3] == (0, "1-2\tVámonos\t_\t_\t_\t_\t_\t_\t_\t_")
+
+
+def test_with_heads_rejects_wrong_length() -> None:
+    sentence = parse_conll(conll_text([conll_line(1, "Hi", 0)]))[0]
+    with pytest.raises(ValueError, match="expected 1 heads"):
+        sentence.with_heads([0, 1])
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+GOOD = [conll_line(1, "A", 2), conll_line(2, "B", 0), conll_line(3, "C", 2)]
+
+MALFORMED = {
+    "columns": (
+        [GOOD, [conll_line(1, "A", 0), "2\tB\tb\tN\tNN\t_\t1"]],
+        6,
+        "expected 10 tab-separated columns, found 7",
+    ),
+    "non-integer id": ([[conll_line(1, "A", 0), conll_line("x", "B", 1)]], 2, "ID 'x' is not an integer"),
+    "id order": ([[conll_line(1, "A", 0), conll_line(3, "B", 1)]], 2, "expected ID 2, found 3"),
+    "id from zero": ([[conll_line(0, "A", 0)]], 1, "expected ID 1, found 0"),
+    "non-integer head": ([GOOD, [conll_line(1, "A", 0), conll_line(2, "B", "one")]], 6, "HEAD 'one' is not an integer"),
+    "head too large": ([[conll_line(1, "A", 0), conll_line(2, "B", 3)]], 2, "HEAD 3 is outside 0..2"),
+    "negative head": ([[conll_line(1, "A", 0), conll_line(2, "B", -1)]], 2, "HEAD -1 is outside 0..2"),
+    "self head": ([[conll_line(1, "A", 0), conll_line(2, "B", 2)]], 2, "token 2 is its own head"),
+    "no root": ([GOOD, ["# c", conll_line(1, "A", 2), conll_line(2, "B", 1)]], 6, "no token is attached to the root"),
+    "cycle": (
+        [[conll_line(1, "A", 0), conll_line(2, "B", 3), conll_line(3, "C", 2)]],
+        2,
+        "cycle among tokens 2 'B' -> 3 'C' -> 2 'B'",
+    ),
+    "mixed heads": ([[conll_line(1, "A", 0), conll_line(2, "B", "_")]], 2, "HEAD is '_' while other tokens"),
+    "no heads": ([GOOD, [conll_line(1, "A", "_"), conll_line(2, "B", "_")]], 5, "HEAD is '_' on every token"),
+    "late comment": ([[conll_line(1, "A", 0), "# late"]], 2, "comment inside a sentence"),
+    "range position": ([[conll_line(1, "A", 0), "3-4" + "\t_" * 9]], 2, "multiword token 3-4 must come just before"),
+    "empty node position": ([["2.1" + "\t_" * 9, conll_line(1, "A", 0)]], 1, "empty node 2.1 must come just after"),
+    "only comments": ([GOOD, ["# a", "# b"]], 5, "sentence has no word tokens"),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED.keys())
+def test_malformed_input_names_file_and_line(tmp_path: Path, case: str) -> None:
+    sentences, line, message = MALFORMED[case]
+    path = tmp_path / "bad.conll"
+    path.write_text(conll_text(*sentences), encoding="utf-8")
+    with pytest.raises(CorpusError) as caught:
+        read_conll(path)
+    assert str(caught.value).startswith(f"{path}:{line}: {message}")
+    assert "\n" not in str(caught.value)
+
+
+def test_heads_optional_for_parser_input(tmp_path: Path) -> None:
+    path = tmp_path / "raw.conll"
+    path.write_text(conll_text([conll_line(1, "A", "_", "_"), conll_line(2, "B", "_", "_")]), encoding="utf-8")
+    sentence = read_conll(path, require_heads=False)[0]
+    assert sentence.heads is None and sentence.deprels is None
+    assert sentence.with_heads([2, 0]).heads == [2, 0]
+
+
+def test_undecodable_bytes_name_line_encoding_and_option(tmp_path: Path) -> None:
+    path = tmp_path / "x.conll"
+    lines = [conll_line(1, "A", 0), conll_line(2, "B", 1), conll_line(3, "caf\u00e9", 1)]
+    path.write_bytes(conll_text(lines).encode("latin-1"))
+    with pytest.raises(CorpusError) as caught:
+        read_conll(path)
+    assert str(caught.value) == (
+        f"{path}:3: not valid utf-8 (byte 0xe9); pass --encoding latin-1 if the file uses another encoding"
+    )
+    assert read_conll(path, encoding="latin-1")[0].forms[2] == "caf\u00e9"
+
+
+@pytest.mark.parametrize("content", ["", "\n\n  \n"])
+def test_file_without_sentences(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "x.conll"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(CorpusError, match=rf"^{re.escape(str(path))}: no sentences found$"):
+        read_conll(path)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "x.conll"
+    with pytest.raises(CorpusError, match=rf"^{re.escape(str(path))}: no such file$"):
+        read_conll(path)
+
+
+def test_string_source_in_messages() -> None:
+    with pytest.raises(CorpusError, match=r"^<string>:1: expected 10"):
+        parse_conll("1\tA\n")
+
+
+def test_write_failure_is_a_corpus_error(tmp_path: Path) -> None:
+    sentences = parse_conll(conll_text(GOOD))
+    with pytest.raises(CorpusError, match="cannot write"):
+        write_conll(tmp_path / "missing" / "x.conll", sentences)
+
+
+# --- Malt-TAB -----------------------------------------------------------------------------------
+
+
+def test_malt_tab_becomes_conllx() -> None:
+    text = "Dogs\tNNS\t2\nbark\tVBP\t0\n.\t.\t2\n\nHi\tUH\t0\n"
+    first, second = parse_malt_tab(text, "x.dp")
+    assert first.forms == ["Dogs", "bark", "."]
+    assert first.pos == first.cpos == ["NNS", "VBP", "."]
+    assert first.lemmas == first.feats == ["_", "_", "_"]
+    assert first.heads == [2, 0, 2] and first.deprels == ["_", "_", "_"]
+    assert (first.source, first.line, second.line) == ("x.dp", 1, 5)
+    assert format_conll([first]).split("\n")[0] == "1\tDogs\t_\tNNS\tNNS\t_\t2\t_\t_\t_"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("Dogs\tNNS\t2\nbark\tVBP\n", "x.dp:2: expected 3 tab-separated columns (word, tag, head), found 2"),
+        ("Dogs\tNNS\t2\nbark\tVBP\t1\n", "x.dp:1: no token is attached to the root (HEAD 0)"),
+        ("Hi\tUH\t0\n\nDogs\tNNS\t5\nbark\tVBP\t0\n", "x.dp:3: HEAD 5 is outside 0..2"),
+        ("\n", "x.dp: no sentences found"),
+    ],
+)
+def test_malformed_malt_tab(text: str, message: str) -> None:
+    with pytest.raises(CorpusError) as caught:
+        parse_malt_tab(text, "x.dp")
+    assert str(caught.value) == message
+
+
+# --- data sets ----------------------------------------------------------------------------------
+
+COUNTS = {
+    "es": {"train": (2654, 68899), "dev": (295, 6923), "test": (563, 19206)},
+    "eu": {"train": (2335, 36775), "dev": (260, 3257), "test": (580, 10096)},
+    "wsj": {"train": (3396, 81793), "dev": (273, 6327), "test": (245, 5964)},
+}
+
+
+@pytest.mark.parametrize("name", COUNTS)
+def test_dataset_counts(installed_corpora: None, name: str) -> None:
+    for split, (sentences, tokens) in COUNTS[name].items():
+        loaded = load_dataset(name, split)
+        assert (len(loaded), sum(len(s) for s in loaded)) == (sentences, tokens), split
+        assert guess_root(loaded) == dataset_root(name)
+
+
+def test_wsj_files_0001_to_0179_hold_3669_sentences(installed_corpora: None) -> None:
+    assert len(load_dataset("wsj", "train")) + len(load_dataset("wsj", "dev")) == 3669
+    train = load_dataset("wsj", "train")
+    assert train[0].forms[:2] == ["Pierre", "Vinken"]
+    assert (train[0].source, train[0].line) == ("dependency_treebank/wsj_0001.dp", 1)
+
+
+def test_dev_is_the_end_of_the_training_file(installed_corpora: None) -> None:
+    train, dev = load_dataset("es", "train"), load_dataset("es", "dev")
+    assert dev[0].line > train[-1].line
+    assert dev[-1].forms[-1] == "."
+
+
+def test_list_datasets(installed_corpora: None) -> None:
+    infos = {info.name: info for info in list_datasets()}
+    assert list(infos) == ["es", "eu", "wsj"]
+    assert infos["eu"].nltk_package == "corpora/conll2007"
+    assert infos["wsj"].nltk_package == "corpora/dependency_treebank"
+    assert all(info.found and info.splits == ("train", "dev", "test") for info in infos.values())
+    assert [infos[name].root for name in infos] == ["single", "multi", "single"]
+
+
+def test_load_sentences_names_and_files(installed_corpora: None) -> None:
+    assert len(load_sentences("es", "dev")) == 295
+    assert len(load_sentences(str(SAMPLE_CONLLU))) == 3
+    with pytest.raises(CorpusError, match=r"^unknown data set or file 'xx'; data sets: es, eu, wsj$"):
+        load_sentences("xx")
+    with pytest.raises(CorpusError, match="needs a split"):
+        load_sentences("es")
+    with pytest.raises(CorpusError, match="applies only to data set names"):
+        load_sentences(str(SAMPLE_CONLLU), "test")
+    with pytest.raises(CorpusError, match="has no split 'valid'"):
+        load_dataset("es", "valid")
+    with pytest.raises(CorpusError, match=r"^unknown data set 'xx'; data sets: es, eu, wsj$"):
+        dataset_root("xx")
+
+
+def test_missing_package_raises_data_not_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    attempts = []
+
+    def failing_download(package: str, **kwargs: object) -> bool:
+        attempts.append(package)
+        raise OSError("no network")
+
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])
+    monkeypatch.setattr(nltk, "download", failing_download)
+    with pytest.raises(DataNotFoundError) as caught:
+        load_dataset("es", "train")
+    message = str(caught.value)
+    assert "'corpora/conll2007'" in message and "nltk.download('conll2007')" in message and "NLTK_DATA" in message
+    assert attempts == ["conll2007"]
+    assert not any(info.found for info in list_datasets())
+    assert attempts == ["conll2007"]
+
+
+# --- tree helpers -------------------------------------------------------------------------------
+
+WSJ_0001_FIRST = [2, 8, 2, 5, 6, 2, 2, 0, 8, 11, 9, 9, 15, 15, 12, 9, 16, 8]
+
+
+@pytest.mark.parametrize(
+    ("heads", "projective"),
+    [
+        ([], True),
+        ([0], True),
+        ([2, 0, 2], True),
+        ([0, 3, 0], True),
+        (WSJ_0001_FIRST, True),
+        ([0, 4, 1, 1], False),  # arcs 1->3 and 4->2 cross
+        ([3, 0, 2], False),  # 3->1 spans the root token 2
+    ],
+)
+def test_is_projective_known_trees(heads: list[int], projective: bool) -> None:
+    assert is_projective(heads) is projective
+
+
+@st.composite
+def trees(draw: st.DrawFn) -> list[int]:
+    """Random trees: each token in a random order takes an earlier token (or the root) as head."""
+    n = draw(st.integers(1, 9))
+    order = draw(st.permutations(range(1, n + 1)))
+    heads = [0] * n
+    for rank, token in enumerate(order):
+        heads[token - 1] = draw(st.sampled_from([0, *order[:rank]]))
+    return heads
+
+
+@given(trees())
+def test_is_projective_matches_definition(heads: list[int]) -> None:
+    """An arc is projective when its head dominates every token between head and dependent."""
+
+    def dominates(head: int, token: int) -> bool:
+        while token != 0 and token != head:
+            token = heads[token - 1]
+        return token == head
+
+    expected = all(
+        dominates(head, between)
+        for dep, head in enumerate(heads, start=1)
+        for between in range(min(head, dep) + 1, max(head, dep))
+    )
+    assert is_projective(heads) is expected
+
+
+def test_guess_root() -> None:
+    single = parse_conll(conll_text(GOOD, [conll_line(1, "A", 0)]))
+    multi = parse_conll(conll_text(GOOD, [conll_line(1, "A", 0), conll_line(2, "B", 0)]))
+    unparsed = parse_conll(conll_text([conll_line(1, "A", "_")]), require_heads=False)
+    assert guess_root(single) == "single"
+    assert guess_root(multi) == "multi"
+    assert guess_root(unparsed) == "multi"
+    assert guess_root(single + unparsed) == "single"
+
+
+def test_sentence_from_rows() -> None:
+    sentence = Sentence(rows=(tuple(conll_line(1, "A", 0).split("\t")),))
+    assert len(sentence) == 1 and sentence.heads == [0] and sentence.lines() == [conll_line(1, "A", 0)]

@@ -1,0 +1,65 @@
+"""The structured-problem seam: what every trainer may know about the data.
+
+Trainers never see trees or tag sequences.  A problem offers, for example i,
+its parts ``problem.features.parts(i)`` (a range in a corpus-wide part
+numbering), the feature ids of every part (CSR, :class:`features.csr.PartFeatures`),
+the gold parts and a per-part loss, and two oracles over the example's
+structures, both working on a flat per-part score vector ``theta``:
+
+- ``marginals(i, theta) -> (log Z, mu)``: log partition function and part
+  marginals of the distribution ``p(y) ~ exp(sum_{r in y} theta_r)``;
+- ``log_partition(i, theta) -> log Z`` (the same without the marginals);
+- ``argmax(i, theta) -> z``: the 0/1 part indicator of the best structure
+  (loss-augmented when ``theta`` has the loss added).
+
+Parts that cannot occur (a parser's arc into the root) carry no features, a
+zero loss, zero gold, and get zero marginals.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from features.csr import PartFeatures
+
+
+class StructuredProblem(Protocol):
+    features: PartFeatures
+    gold: np.ndarray  # (n_parts,) float64, 1.0 for the parts of the gold structure
+    loss: np.ndarray  # (n_parts,) float64, e_{i,r}: Hamming loss of choosing part r
+
+    def marginals(self, i: int, theta: np.ndarray) -> tuple[float, np.ndarray]: ...
+
+    def log_partition(self, i: int, theta: np.ndarray) -> float: ...
+
+    def argmax(self, i: int, theta: np.ndarray) -> np.ndarray: ...
+
+
+def log_linear_primal(problem: StructuredProblem, W: np.ndarray, C: float) -> float:
+    """The log-linear primal at w = W / C (Collins et al. 2008, Eq. 4 and 7).
+
+    sum_i [log Z_i(w) - w . phi(x_i, y_i)] + C/2 ||w||^2.
+    """
+    pf = problem.features
+    total = 0.0
+    for i in range(pf.n_examples):
+        lo, hi = pf.parts(i)
+        s = pf.scores(lo, hi, W) / C
+        total += problem.log_partition(i, s) - float(s @ problem.gold[lo:hi])
+    return total + float(W @ W) / (2.0 * C)
+
+
+def log_linear_gradient(problem: StructuredProblem, w: np.ndarray, C: float) -> tuple[float, np.ndarray]:
+    """The log-linear primal at ``w`` and its gradient sum_i (E_mu[phi] - phi(y_i)) + C w."""
+    pf = problem.features
+    value = 0.5 * C * float(w @ w)
+    grad = C * w
+    for i in range(pf.n_examples):
+        lo, hi = pf.parts(i)
+        s = pf.scores(lo, hi, w)
+        log_z, mu = problem.marginals(i, s)
+        value += log_z - float(s @ problem.gold[lo:hi])
+        pf.scatter(lo, hi, mu - problem.gold[lo:hi], grad)
+    return value, grad
