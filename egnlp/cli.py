@@ -16,7 +16,7 @@ from typing import Optional
 
 import typer
 
-from corpora import CorpusError, list_datasets, load_sentences, write_conll
+from corpora import CorpusError, list_datasets, load_sentences, read_conll, write_conll
 from corpora.datasets import dataset_root, is_dataset
 from parser.evaluate import attachment_scores
 from parser.model import ModelError, Parser
@@ -95,8 +95,8 @@ def _training_data(data: Optional[str], train: Optional[Path], dev: Optional[Pat
         if not is_dataset(data):
             return load_sentences(data, encoding=encoding), None, None
         return load_sentences(data, "train"), load_sentences(data, "dev"), dataset_root(data)
-    return (load_sentences(str(train), encoding=encoding),
-            load_sentences(str(dev), encoding=encoding) if dev is not None else None, None)
+    return (read_conll(train, encoding=encoding),
+            read_conll(dev, encoding=encoding) if dev is not None else None, None)
 
 
 @parser_app.command("train")
@@ -147,7 +147,7 @@ def parser_parse(
     """Parse a CoNLL file: predicted HEAD, DEPREL '_' (no labels are predicted)."""
     try:
         parser = Parser.load(model)
-        sentences = load_sentences(str(input), encoding=encoding, require_heads=False)
+        sentences = read_conll(input, encoding=encoding, require_heads=False)
         start = time.perf_counter()
         parsed = parser.parse(sentences)
         seconds = time.perf_counter() - start
@@ -182,8 +182,7 @@ def parser_evaluate(
 ) -> None:
     """Attachment scores (UAS, LAS; with and without punctuation)."""
     try:
-        scores = attachment_scores(load_sentences(str(gold), encoding=encoding),
-                                   load_sentences(str(pred), encoding=encoding))
+        scores = attachment_scores(read_conll(gold, encoding=encoding), read_conll(pred, encoding=encoding))
     except USER_ERRORS as exc:
         fail(str(exc))
     _print_scores(scores, as_json)

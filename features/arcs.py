@@ -38,14 +38,15 @@ from numba import njit
 from features.csr import PartFeatures
 from features.hashing import KeyTable, StringHasher, combine, hash_string, table_lookup
 
-WORD, PREFIX, POS, CPOS = 0, 1, 2, 3
-N_ATOMS = 4
+WORD, PREFIX, POS, CPOS, LEMMA, FEATS = 0, 1, 2, 3, 4, 5
+N_ATOMS = 6
 PREFIX_LEN = 5
 ROOT_TOKEN = "<root>"
 #: Version of the template set: part of every model file, checked on load.
 TEMPLATES_VERSION = "mcdonald2005-first-order-v1"
 
-_N_FIXED = 26 + 8 + 1  # pair templates, surrounding 4-grams, bias
+_N_FIXED = 39 + 4 + 8 + 1  # pair templates, FEATS, surrounding 4-grams, bias
+_N_BETWEEN = 2  # in-between trigrams per word between head and modifier
 N_SLOTS = 16  # slot 0: a template alone; 1..15: with direction and distance
 _PAD_LEFT = np.int64(hash_string("<pad-left>"))
 _PAD_RIGHT = np.int64(hash_string("<pad-right>"))
@@ -90,6 +91,9 @@ def encode(sentences, hasher: StringHasher | None = None) -> EncodedCorpus:
         atoms[rows, PREFIX] = hasher.array([f.lower()[:PREFIX_LEN] for f in sent.forms])
         atoms[rows, POS] = hasher.array(sent.pos)
         atoms[rows, CPOS] = hasher.array(sent.cpos)
+        atoms[rows, LEMMA] = hasher.array([lemma.lower() if lemma != "_" else form.lower()[:PREFIX_LEN]
+                                           for form, lemma in zip(sent.forms, sent.lemmas)])
+        atoms[rows, FEATS] = hasher.array(sent.feats)
     return EncodedCorpus(tok_ptr, atoms)
 
 
@@ -130,13 +134,13 @@ def _atom(atoms, base, n, pos, col):
 def arc_keys(atoms, base, n, h, m, out):
     """Write the template keys of arc h -> m into ``out``; return their number.
 
-    ``out`` needs room for ``35 + n`` keys.  Each key is a feature alone
+    ``out`` needs room for ``_N_FIXED + _N_BETWEEN * n`` keys.  Each key is a feature alone
     (slot 0) and conjoined with :func:`dirdist_slot` (slots 1..15).
     """
     c = 0
     t = 0
     # Head/modifier unigrams and bigrams: (word, POS), then (prefix, coarse POS).
-    for wcol, pcol in ((WORD, POS), (PREFIX, CPOS)):
+    for wcol, pcol in ((WORD, POS), (PREFIX, CPOS), (LEMMA, POS)):
         hw = atoms[base + h, wcol]
         hp = atoms[base + h, pcol]
         mw = atoms[base + m, wcol]
@@ -155,6 +159,16 @@ def arc_keys(atoms, base, n, h, m, out):
         c = _emit(out, c, _key(t + 11, hw, mw, 0, 0))
         c = _emit(out, c, _key(t + 12, hp, mp, 0, 0))
         t += 13
+    # Morphology: the whole FEATS strings with coarse POS.
+    hp = atoms[base + h, CPOS]
+    mp = atoms[base + m, CPOS]
+    hf = atoms[base + h, FEATS]
+    mf = atoms[base + m, FEATS]
+    c = _emit(out, c, _key(t + 0, hp, hf, 0, 0))
+    c = _emit(out, c, _key(t + 1, mp, mf, 0, 0))
+    c = _emit(out, c, _key(t + 2, hp, hf, mp, mf))
+    c = _emit(out, c, _key(t + 3, hf, mf, 0, 0))
+    t += 4
     # Surrounding POS 4-grams, fine then coarse.
     for pcol in (POS, CPOS):
         hp = atoms[base + h, pcol]
@@ -170,11 +184,13 @@ def arc_keys(atoms, base, n, h, m, out):
         t += 4
     c = _emit(out, c, _key(t, 0, 0, 0, 0))
     t += 1
-    # In-between POS trigrams.
-    hp = atoms[base + h, POS]
-    mp = atoms[base + m, POS]
-    for b in range(min(h, m) + 1, max(h, m)):
-        c = _emit(out, c, _key(t, hp, atoms[base + b, POS], mp, 0))
+    # In-between POS trigrams, fine then coarse.
+    for pcol in (POS, CPOS):
+        hp = atoms[base + h, pcol]
+        mp = atoms[base + m, pcol]
+        for b in range(min(h, m) + 1, max(h, m)):
+            c = _emit(out, c, _key(t, hp, atoms[base + b, pcol], mp, 0))
+        t += 1
     return c
 
 
@@ -219,14 +235,14 @@ def _entry_bound(tok_ptr):
         for h in range(n + 1):
             for m in range(1, n + 1):
                 if h != m:
-                    total += 2 * (_N_FIXED + abs(h - m) - 1)
+                    total += 2 * (_N_FIXED + _N_BETWEEN * (abs(h - m) - 1))
     return total
 
 
 @njit(cache=True)
 def _extract(tok_ptr, atoms, table_keys, table_vals, idmap, hash_bits, feat_ptr, feat_ids):
     max_n = _max_length(tok_ptr)
-    keys = np.empty(_N_FIXED + max_n, dtype=np.uint64)
+    keys = np.empty(_N_FIXED + _N_BETWEEN * max_n, dtype=np.uint64)
     ids = np.empty(2 * keys.shape[0], dtype=np.int64)
     p = 0
     c = 0
@@ -249,7 +265,7 @@ def _extract(tok_ptr, atoms, table_keys, table_vals, idmap, hash_bits, feat_ptr,
 
 @njit(cache=True)
 def _arc_scores(atoms, base, n, table_keys, table_vals, idmap, hash_bits, w, out):
-    keys = np.empty(_N_FIXED + n, dtype=np.uint64)
+    keys = np.empty(_N_FIXED + _N_BETWEEN * n, dtype=np.uint64)
     ids = np.empty(2 * keys.shape[0], dtype=np.int64)
     for h in range(n + 1):
         for m in range(n + 1):
@@ -268,10 +284,10 @@ def _gold_keys(tok_ptr, atoms, head_rows):
     total = 0
     for s in range(tok_ptr.shape[0] - 1):
         n = tok_ptr[s + 1] - tok_ptr[s] - 1
-        total += (_N_FIXED + n) * n
+        total += (_N_FIXED + _N_BETWEEN * n) * n
     out = np.empty(total, dtype=np.uint64)
     slots = np.empty(total, dtype=np.int64)
-    buf = np.empty(_N_FIXED + max_n, dtype=np.uint64)
+    buf = np.empty(_N_FIXED + _N_BETWEEN * max_n, dtype=np.uint64)
     c = 0
     for s in range(tok_ptr.shape[0] - 1):
         base = tok_ptr[s]

@@ -60,11 +60,17 @@ def read_npz(path: str | os.PathLike[str], kind: str, version: int) -> tuple[dic
     if not os.path.isfile(path):
         raise ModelError(f"{path}: no such model file")
     try:
-        with np.load(path, allow_pickle=False) as data:
+        data = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
+        raise ModelError(f"{path}: not an egnlp model file (not a readable .npz archive)") from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise ModelError(f"{path}: not an egnlp model file (a single array, not an .npz archive)")
+    try:
+        with data:
             arrays = {name: data[name] for name in data.files}
         meta = json.loads(arrays.pop("meta").tobytes().decode("utf-8"))
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, UnicodeDecodeError, EOFError) as exc:
-        raise ModelError(f"{path}: not an egnlp model file or corrupt ({type(exc).__name__}: {exc})") from None
+        raise ModelError(f"{path}: corrupt or incomplete model file ({type(exc).__name__})") from None
     if not isinstance(meta, dict) or meta.get("kind") != kind:
         found = meta.get("kind") if isinstance(meta, dict) else None
         raise ModelError(f"{path}: expected a model of kind '{kind}', found {found!r}")
@@ -116,7 +122,9 @@ class Parser:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "Parser":
         arrays, meta = read_npz(path, MODEL_KIND, FORMAT_VERSION)
-        features = meta.get("features", {})
+        features = meta.get("features")
+        if not isinstance(features, dict):
+            raise ModelError(f"{path}: inconsistent model file (no feature configuration)")
         if features.get("templates") != TEMPLATES_VERSION:
             raise ModelError(f"{path}: model uses feature templates {features.get('templates')!r}, "
                              f"this egnlp has {TEMPLATES_VERSION!r}; retrain the model")

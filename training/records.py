@@ -27,6 +27,7 @@ class PassRecord:
     gap: float | None
     rel_gap: float | None
     dev: float | None = None
+    C: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,0 +1,465 @@
+"""Tests of the ``egnlp`` command line, run in-process with typer's CliRunner.
+
+The ``es`` data set is read through NLTK's data path (set NLTK_DATA). One
+small parser is trained once per module (150 training sentences, 60 dev
+sentences, 2 passes) and shared by the parse, evaluate and model-file tests.
+
+With typer 0.29 the runner keeps ``result.stdout`` and ``result.stderr``
+apart (``result.output`` interleaves both). An uncaught exception also ends
+with exit code 1 but leaves no traceback in the output, so user errors are
+recognised by ``result.exception`` being the ``SystemExit`` of ``fail()``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import random
+import re
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner, Result
+
+from corpora import Sentence, format_conll, list_datasets, load_dataset, read_conll, write_conll
+from corpora.sentence import COL9, COL10, DEPREL, HEAD, find_cycle, is_projective
+from egnlp.cli import app
+from parser.evaluate import attachment_scores
+from parser.model import Parser
+
+N_TRAIN, N_DEV, N_TEST = 150, 60, 40
+PASSES = 2
+RUNNER = CliRunner()
+
+
+def run(*args: object) -> Result:
+    """Invoke ``egnlp`` with the arguments (paths and numbers become strings)."""
+    return RUNNER.invoke(app, [str(arg) for arg in args])
+
+
+def describe(result: Result) -> str:
+    """Exit code, output and any exception of a run, for assertion messages."""
+    text = f"exit code {result.exit_code}\n--- stdout\n{result.stdout}--- stderr\n{result.stderr}"
+    if result.exc_info is not None and not isinstance(result.exception, SystemExit):
+        text += "--- exception\n" + "".join(traceback.format_exception(*result.exc_info))
+    return text
+
+
+def assert_ok(result: Result) -> None:
+    assert result.exit_code == 0, describe(result)
+
+
+def error_line(result: Result) -> str:
+    """The one ``error: ...`` line of a command that failed on bad user input.
+
+    Asserts exit status 1 from the CLI's own error path (not a crash), no
+    traceback, nothing on stdout and exactly one line on stderr.
+    """
+    assert result.exit_code == 1, describe(result)
+    assert isinstance(result.exception, SystemExit), describe(result)
+    assert "Traceback" not in result.output
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, describe(result)
+    assert lines[0].startswith("error: "), describe(result)
+    return lines[0]
+
+
+def with_columns(sentence: Sentence, **columns: Callable[[tuple[str, ...]], str]) -> Sentence:
+    """A copy of the sentence whose columns HEAD, DEPREL, COL9, COL10 (by name) are recomputed per row."""
+    index = {"HEAD": HEAD, "DEPREL": DEPREL, "COL9": COL9, "COL10": COL10}
+    rows = []
+    for row in sentence.rows:
+        new = list(row)
+        for name, value in columns.items():
+            new[index[name]] = value(row)
+        rows.append(tuple(new))
+    return dataclasses.replace(sentence, rows=tuple(rows))
+
+
+def assert_same_tokens(gold: list[Sentence], pred: list[Sentence]) -> None:
+    """Same sentences and tokens: every column but HEAD, DEPREL and columns 9-10 unchanged."""
+    kept = [i for i in range(10) if i not in (HEAD, DEPREL, COL9, COL10)]
+    assert len(pred) == len(gold)
+    for g, p in zip(gold, pred):
+        assert [[row[i] for i in kept] for row in p.rows] == [[row[i] for i in kept] for row in g.rows]
+        assert p.aside == g.aside
+
+
+# --- shared files and model ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Small real CoNLL files cut from the es splits exported through the CLI.
+
+    ``test`` carries gold labels and, in columns 9-10, copies of HEAD and
+    DEPREL, so a prediction that kept any gold syntax would show it.
+    """
+    es = next(info for info in list_datasets() if info.name == "es")
+    if not es.found:
+        pytest.fail(f"NLTK package '{es.nltk_package}' not found; set NLTK_DATA to the project's NLTK data folder")
+    folder = tmp_path_factory.mktemp("cli")
+    paths = {name: folder / f"{name}.conll" for name in ("train", "dev", "test", "unannotated")}
+    for split, count in (("train", N_TRAIN), ("dev", N_DEV), ("test", N_TEST)):
+        full = folder / f"es-{split}.conll"
+        assert_ok(run("data", "export", "es", split, "-o", full))
+        write_conll(paths[split], read_conll(full)[:count])
+    test = [with_columns(s, COL9=lambda row: row[HEAD], COL10=lambda row: row[DEPREL])
+            for s in read_conll(paths["test"])]
+    write_conll(paths["test"], test)
+    blank = [with_columns(s, HEAD=lambda row: "_", DEPREL=lambda row: "_") for s in test]
+    write_conll(paths["unannotated"], blank)
+    paths["folder"] = folder
+    return paths
+
+
+@pytest.fixture(scope="module")
+def training(files: dict[str, Path]) -> tuple[Result, Path]:
+    model = files["folder"] / "m.npz"
+    result = run("parser", "train", "--train", files["train"], "--dev", files["dev"], "--out", model,
+                 "--passes", PASSES)
+    return result, model
+
+
+@pytest.fixture(scope="module")
+def model(training: tuple[Result, Path]) -> Path:
+    result, path = training
+    assert_ok(result)
+    return path
+
+
+@pytest.fixture(scope="module")
+def prediction(model: Path, files: dict[str, Path]) -> tuple[Result, Path]:
+    pred = files["folder"] / "pred.conll"
+    return run("parser", "parse", model, files["test"], "-o", pred), pred
+
+
+# --- data ----------------------------------------------------------------------------------------
+
+
+def test_data_list_shows_every_data_set_as_found() -> None:
+    result = run("data", "list")
+    assert_ok(result)
+    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()[1:]}
+    for name in ("es", "eu", "wsj"):
+        assert name in rows, result.stdout
+        assert rows[name][2] == "yes", result.stdout
+
+
+def test_data_export_test_split_reads_back_identical(tmp_path: Path) -> None:
+    out = tmp_path / "f.conll"
+    result = run("data", "export", "es", "test", "-o", out)
+    assert_ok(result)
+    assert "563 sentences" in result.stderr
+    exported = read_conll(out)
+    assert len(exported) == 563
+    expected = format_conll(load_dataset("es", "test"))
+    assert format_conll(exported) == expected
+    assert out.read_text(encoding="utf-8") == expected
+
+
+def test_data_export_unknown_name_is_one_line_error(tmp_path: Path) -> None:
+    out = tmp_path / "f.conll"
+    line = error_line(run("data", "export", "nosuchset", "test", "-o", out))
+    assert "nosuchset" in line
+    assert not out.exists()
+
+
+# --- train, parse, evaluate end to end -----------------------------------------------------------
+
+
+def test_train_prints_each_pass_to_stderr_and_writes_the_model(training: tuple[Result, Path]) -> None:
+    result, path = training
+    assert_ok(result)
+    progress = [int(m.group(1)) for m in re.finditer(r"^\s*(\d+)\s+\d+\.\d+\s", result.stderr, re.MULTILINE)]
+    assert set(range(1, PASSES + 1)) <= set(progress), result.stderr
+    assert "eff.it" in result.stderr and "eff.it" not in result.stdout
+    assert f"training on {N_TRAIN} sentences, dev {N_DEV}" in result.stderr
+    parser = Parser.load(path)
+    assert parser.info["train_sentences"] == N_TRAIN
+    assert parser.root == "single"  # every es training tree has one root
+
+
+def test_parse_writes_same_tokens_with_valid_trees_and_no_labels(
+    prediction: tuple[Result, Path], files: dict[str, Path]
+) -> None:
+    result, pred = prediction
+    assert_ok(result)
+    gold = read_conll(files["test"])
+    assert any(label != "_" for s in gold for label in s.deprels)  # the input had labels...
+    assert any(row[COL9] != "_" for s in gold for row in s.rows)  # ...and PHEAD
+    parsed = read_conll(pred)  # require_heads=True: every sentence has a HEAD column
+    assert_same_tokens(gold, parsed)
+    for sentence in parsed:
+        heads = sentence.heads
+        assert all(0 <= h <= len(sentence) for h in heads)
+        assert heads.count(0) == 1  # the model's tree space is 'single'
+        assert find_cycle(heads) is None
+        assert is_projective(heads)
+        assert all(row[DEPREL] == "_" and row[COL9] == "_" and row[COL10] == "_" for row in sentence.rows)
+
+
+def test_evaluate_json_matches_attachment_scores(prediction: tuple[Result, Path], files: dict[str, Path]) -> None:
+    _, pred = prediction
+    result = run("parser", "evaluate", files["test"], pred, "--json")
+    assert_ok(result)
+    scores = json.loads(result.stdout)  # one JSON object and nothing else
+    assert isinstance(scores, dict)
+    assert {"uas", "las", "uas_nopunct", "las_nopunct", "tokens"} <= scores.keys()
+    assert scores["las"] is None and scores["las_nopunct"] is None
+    direct = attachment_scores(read_conll(files["test"]), read_conll(pred))
+    assert scores["uas"] == direct["uas"]
+    assert scores["uas_nopunct"] == direct["uas_nopunct"]
+    assert scores["tokens"] == sum(len(s) for s in read_conll(files["test"]))
+    assert 0.0 <= scores["uas"] <= 100.0
+
+
+def test_evaluate_text_output_names_uas(prediction: tuple[Result, Path], files: dict[str, Path]) -> None:
+    _, pred = prediction
+    result = run("parser", "evaluate", files["test"], pred)
+    assert_ok(result)
+    assert "UAS" in result.stdout
+    uas = attachment_scores(read_conll(files["test"]), read_conll(pred))["uas"]
+    assert f"{uas:.2f}" in result.stdout
+
+
+def test_evaluate_different_sentence_counts_fails(prediction: tuple[Result, Path], tmp_path: Path,
+                                                  files: dict[str, Path]) -> None:
+    _, pred = prediction
+    short = tmp_path / "short.conll"
+    write_conll(short, read_conll(pred)[:-1])
+    line = error_line(run("parser", "evaluate", files["test"], short))
+    assert str(N_TEST) in line and str(N_TEST - 1) in line
+
+
+def test_parse_unannotated_input(model: Path, prediction: tuple[Result, Path], files: dict[str, Path],
+                                 tmp_path: Path) -> None:
+    out = tmp_path / "pred.conll"
+    result = run("parser", "parse", model, files["unannotated"], "-o", out)
+    assert_ok(result)
+    parsed = read_conll(out)
+    assert_same_tokens(read_conll(files["unannotated"], require_heads=False), parsed)
+    # The features never look at gold syntax, so the trees equal those of the annotated input.
+    assert [s.heads for s in parsed] == [s.heads for s in read_conll(prediction[1])]
+
+
+def test_saved_model_predicts_the_heads_the_cli_wrote(model: Path, prediction: tuple[Result, Path],
+                                                      files: dict[str, Path]) -> None:
+    result, pred = prediction
+    assert_ok(result)
+    heads = Parser.load(model).predict_heads(read_conll(files["test"]))
+    assert heads == [s.heads for s in read_conll(pred)]
+
+
+def test_parse_latin1_input_with_encoding_option(model: Path, tmp_path: Path) -> None:
+    source = tmp_path / "latin1.conll"
+    source.write_bytes(GOOD.encode("latin-1"))
+    out = tmp_path / "pred.conll"
+    assert_ok(run("parser", "parse", model, source, "-o", out, "--encoding", "latin-1"))
+    assert [s.forms for s in read_conll(out)] == [s.forms for s in read_conll(source, encoding="latin-1")]
+
+
+# --- training data options -----------------------------------------------------------------------
+
+
+def test_train_data_accepts_a_conll_file_path(files: dict[str, Path], tmp_path: Path) -> None:
+    small = tmp_path / "small.conll"
+    write_conll(small, read_conll(files["train"])[:40])
+    out = tmp_path / "m.npz"
+    result = run("parser", "train", "--data", small, "--out", out, "--passes", 1)
+    assert_ok(result)
+    assert "training on 40 sentences" in result.stderr
+    assert Parser.load(out).info["train_sentences"] == 40
+
+
+def test_train_data_unknown_name(tmp_path: Path) -> None:
+    out = tmp_path / "m.npz"
+    line = error_line(run("parser", "train", "--data", "nosuchset", "--out", out, "--passes", 1))
+    assert "nosuchset" in line
+    assert not out.exists()
+
+
+def test_train_data_and_train_together(files: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "m.npz"
+    error_line(run("parser", "train", "--data", "es", "--train", files["train"], "--out", out, "--passes", 1))
+    assert not out.exists()
+
+
+# --- malformed CoNLL input -----------------------------------------------------------------------
+
+# Two sentences: lines 1-3, a blank line 4, then lines 5-8 (forms with an accent for the encoding cases).
+GOOD_LINES = [
+    "1\tEl\tel\td\tda\tgen=m|num=s\t2\tspec\t_\t_",
+    "2\tgato\tgato\tn\tnc\tgen=m|num=s\t3\tsuj\t_\t_",
+    "3\tduerme\tdormir\tv\tvm\tnum=s\t0\tsentence\t_\t_",
+    "",
+    "1\tLos\tel\td\tda\tgen=m|num=p\t2\tspec\t_\t_",
+    "2\tniños\tniño\tn\tnc\tgen=m|num=p\t3\tsuj\t_\t_",
+    "3\tcantan\tcantar\tv\tvm\tnum=p\t0\tsentence\t_\t_",
+    "4\t.\t.\tF\tFp\t_\t3\tf\t_\t_",
+]
+GOOD = "\n".join(GOOD_LINES) + "\n\n"
+
+
+def edited(*changes: tuple[int, int, str | None]) -> bytes:
+    """GOOD as UTF-8 with ``(line, column, value)`` changes; a value None drops the line's last column."""
+    lines = [row.split("\t") for row in GOOD_LINES]
+    for line, column, value in changes:
+        if value is None:
+            del lines[line - 1][-1]
+        else:
+            lines[line - 1][column] = value
+    return ("\n".join("\t".join(row) for row in lines) + "\n\n").encode("utf-8")
+
+
+def with_heads(heads: list[int]) -> bytes:
+    """GOOD with the heads of the second sentence (lines 5-8) replaced."""
+    return edited(*((5 + i, HEAD, str(head)) for i, head in enumerate(heads)))
+
+
+# (id, file bytes or None for a missing file, line number the message must give or None, words it must contain)
+MALFORMED = [
+    ("columns", edited((6, 0, None)), 6, ["columns"]),
+    ("head-not-integer", edited((6, HEAD, "dos")), 6, ["dos", "integer"]),
+    ("head-out-of-range", edited((6, HEAD, "9")), 6, ["9", "0..4"]),
+    ("no-root", with_heads([2, 3, 4, 3]), 5, ["root"]),
+    ("cycle", with_heads([3, 4, 0, 2]), 6, ["cycle"]),
+    ("not-utf8", GOOD.encode("latin-1"), 6, ["utf-8", "--encoding"]),
+    ("empty", b"", None, ["no sentences"]),
+    ("missing", None, None, ["file"]),
+]
+
+
+def malformed_file(folder: Path, name: str, data: bytes | None) -> Path:
+    path = folder / f"bad-{name}.conll"
+    if data is not None:
+        path.write_bytes(data)
+    return path
+
+
+def check_message(line: str, path: Path, number: int | None, words: list[str]) -> None:
+    where = f"{path}:{number}:" if number is not None else f"{path}"
+    assert where in line
+    for word in words:
+        assert word in line
+
+
+def test_parse_input_file_named_like_a_data_set(model: Path, files: dict[str, Path], tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("es").write_bytes(files["test"].read_bytes())
+    assert_ok(run("parser", "parse", model, "es", "-o", "pred.conll"))
+    assert len(read_conll("pred.conll")) == N_TEST
+
+
+def test_good_file_is_valid(tmp_path: Path) -> None:
+    """The malformed cases below differ from a file that reads."""
+    path = malformed_file(tmp_path, "good", GOOD.encode("utf-8"))
+    assert [s.heads for s in read_conll(path)] == [[2, 3, 0], [2, 3, 0, 3]]
+
+
+@pytest.mark.parametrize(("name", "data", "number", "words"), MALFORMED, ids=[case[0] for case in MALFORMED])
+def test_parse_malformed_input(model: Path, tmp_path: Path, name: str, data: bytes | None, number: int | None,
+                               words: list[str]) -> None:
+    source = malformed_file(tmp_path, name, data)
+    out = tmp_path / "pred.conll"
+    line = error_line(run("parser", "parse", model, source, "-o", out))
+    check_message(line, source, number, words)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("name", "data", "number", "words"), MALFORMED, ids=[case[0] for case in MALFORMED])
+def test_train_malformed_input(tmp_path: Path, name: str, data: bytes | None, number: int | None,
+                               words: list[str]) -> None:
+    source = malformed_file(tmp_path, name, data)
+    out = tmp_path / "m.npz"
+    line = error_line(run("parser", "train", "--train", source, "--out", out, "--passes", 1))
+    check_message(line, source, number, words)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("name", "data", "number", "words"), [MALFORMED[1], MALFORMED[4]],
+                         ids=[MALFORMED[1][0], MALFORMED[4][0]])
+def test_train_malformed_dev_file(files: dict[str, Path], tmp_path: Path, name: str, data: bytes, number: int,
+                                  words: list[str]) -> None:
+    source = malformed_file(tmp_path, name, data)
+    out = tmp_path / "m.npz"
+    line = error_line(run("parser", "train", "--train", files["train"], "--dev", source, "--out", out,
+                          "--passes", 1))
+    check_message(line, source, number, words)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("name", "data", "number", "words"), [MALFORMED[0], MALFORMED[5]],
+                         ids=[MALFORMED[0][0], MALFORMED[5][0]])
+def test_evaluate_malformed_input(prediction: tuple[Result, Path], tmp_path: Path, name: str, data: bytes,
+                                  number: int, words: list[str]) -> None:
+    source = malformed_file(tmp_path, name, data)
+    line = error_line(run("parser", "evaluate", source, prediction[1]))
+    check_message(line, source, number, words)
+
+
+# --- model files ---------------------------------------------------------------------------------
+
+
+def npz_bytes(**arrays: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def meta_array(meta: object) -> np.ndarray:
+    return np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
+
+
+def real_model(model: Path) -> tuple[dict[str, np.ndarray], dict]:
+    with np.load(model, allow_pickle=False) as data:
+        arrays = {name: data[name] for name in data.files}
+    return arrays, json.loads(arrays["meta"].tobytes().decode("utf-8"))
+
+
+def with_meta(model: Path, **changes: object) -> bytes:
+    arrays, meta = real_model(model)
+    return npz_bytes(**{**arrays, "meta": meta_array({**meta, **changes})})
+
+
+def npy_bytes(model: Path) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, real_model(model)[0]["weights"])
+    return buffer.getvalue()
+
+
+# (id, how to make the model file's bytes from the real model, or None for a missing file;
+#  words the message must contain)
+BAD_MODELS = [
+    ("random-bytes", lambda m: random.Random(0).randbytes(4000), []),
+    ("truncated", lambda m: m.read_bytes()[: m.stat().st_size // 2], []),
+    ("wrong-kind", lambda m: with_meta(m, kind="egnlp-tagger"), ["egnlp-tagger"]),
+    ("wrong-format-version", lambda m: with_meta(m, format_version=99), ["99"]),
+    ("text-file", lambda m: b"this is not a model\n", []),
+    ("npz-without-meta", lambda m: npz_bytes(weights=real_model(m)[0]["weights"]), []),
+    ("missing", lambda m: None, ["no such"]),
+    ("npy-array", npy_bytes, ["not an .npz"]),
+    ("features-not-a-dict", lambda m: with_meta(m, features=["x"]), ["feature"]),
+]
+MODEL_CASES = [pytest.param(name, make, words, id=name) for name, make, words in BAD_MODELS]
+
+
+@pytest.mark.parametrize(("name", "make", "words"), MODEL_CASES)
+def test_parse_with_unusable_model(model: Path, files: dict[str, Path], tmp_path: Path, name: str,
+                                   make: Callable[[Path], bytes | None], words: list[str]) -> None:
+    bad = tmp_path / f"{name}.npz"
+    data = make(model)
+    if data is not None:
+        bad.write_bytes(data)
+    out = tmp_path / "pred.conll"
+    line = error_line(run("parser", "parse", bad, files["test"], "-o", out))
+    assert str(bad) in line
+    for word in words:
+        assert word in line
+    assert not out.exists()

@@ -1,0 +1,107 @@
+"""Arc feature templates, feature ids and the CSR part features."""
+
+import numpy as np
+import pytest
+
+from corpora import load_dataset
+from features.arcs import ArcFeaturizer, N_SLOTS, _N_BETWEEN, _N_FIXED
+from features.csr import PartFeatures, add_sparse, collect_delta
+from features.hashing import KeyTable, hash_string
+
+
+@pytest.fixture(scope="module")
+def sentences():
+    return load_dataset("es", "train")[:30]
+
+
+def test_string_hash_is_stable_across_processes_and_versions():
+    # Model files store feature keys: the string hash must never change.
+    assert hash_string("egnlp") == -536017736986596434
+    assert hash_string("<root>") == 2117128791956475970
+
+
+def test_key_table_finds_every_key_and_only_those():
+    rng = np.random.default_rng(0)
+    keys = np.unique(rng.integers(1, 2**63, size=5000, dtype=np.int64).astype(np.uint64))
+    table = KeyTable(keys)
+    from features.hashing import table_lookup
+    for i in (0, 17, 4999 % keys.size, keys.size - 1):
+        assert table_lookup(table.table_keys, table.table_vals, keys[i]) == i
+    absent = np.uint64(12345)
+    assert absent not in set(keys.tolist())
+    assert table_lookup(table.table_keys, table.table_vals, absent) == -1
+    with pytest.raises(ValueError):
+        KeyTable(np.array([0, 5], dtype=np.uint64))
+
+
+@pytest.mark.parametrize("mode", ["alphabet", "hash"])
+def test_csr_scores_equal_direct_arc_scores(sentences, mode):
+    f = ArcFeaturizer(mode, hash_bits=18)
+    enc = f.encode(sentences)
+    f.fit(enc, [s.heads for s in sentences])
+    pf = f.part_features(enc)
+    w = np.random.default_rng(1).normal(size=f.n_features)
+    for s in range(len(sentences)):
+        lo, hi = pf.parts(s)
+        k = len(sentences[s]) + 1
+        np.testing.assert_allclose(pf.scores(lo, hi, w).reshape(k, k), f.arc_scores(enc, s, w), rtol=1e-12, atol=1e-9)
+
+
+def test_gold_arcs_keep_every_template_in_the_alphabet(sentences):
+    f = ArcFeaturizer("alphabet")
+    enc = f.encode(sentences)
+    f.fit(enc, [s.heads for s in sentences])
+    pf = f.part_features(enc)
+    for s, sent in enumerate(sentences[:10]):
+        lo, _ = pf.parts(s)
+        k = len(sent) + 1
+        for m, h in enumerate(sent.heads, start=1):
+            r = lo + h * k + m
+            ids = pf.feat_ids[pf.feat_ptr[r]:pf.feat_ptr[r + 1]]
+            # every template alone and with direction/distance, in-between trigrams per word between
+            assert ids.size == 2 * (_N_FIXED + _N_BETWEEN * (abs(h - m) - 1))
+        # arcs into the root and self-loops carry no features
+        for r in [lo + h * k for h in range(k)] + [lo + m * k + m for m in range(k)]:
+            assert pf.feat_ptr[r] == pf.feat_ptr[r + 1]
+    assert f.n_features <= len(f.keys) * N_SLOTS
+
+
+def test_features_of_a_sentence_do_not_depend_on_its_corpus(sentences):
+    f = ArcFeaturizer("alphabet")
+    enc = f.encode(sentences)
+    f.fit(enc, [s.heads for s in sentences])
+    w = np.random.default_rng(2).normal(size=f.n_features)
+    alone = f.encode(sentences[7:8])
+    np.testing.assert_array_equal(f.arc_scores(alone, 0, w), f.arc_scores(enc, 7, w))
+
+
+def test_unknown_words_drop_lexical_features_but_keep_pos_ones(sentences):
+    f = ArcFeaturizer("alphabet")
+    enc = f.encode(sentences)
+    f.fit(enc, [s.heads for s in sentences])
+    sent = sentences[0]
+    other = type(sent)(tuple(row[:1] + ("zzzunseenzzz",) + row[2:] for row in sent.rows))
+    a = f.part_features(f.encode([sent]))
+    b = f.part_features(f.encode([other]))
+    assert 0 < b.feat_ids.size < a.feat_ids.size
+
+
+def test_collect_delta_matches_dense_computation():
+    rng = np.random.default_rng(3)
+    feat_ptr = np.array([0, 3, 3, 7, 9], dtype=np.int64)
+    feat_ids = rng.integers(0, 6, size=9).astype(np.int32)
+    pf = PartFeatures(np.array([0, 4]), feat_ptr, feat_ids, 6)
+    coef = rng.normal(size=4)
+    w = rng.normal(size=6)
+    dense = np.zeros(6)
+    pf.scatter(0, 4, coef, dense)
+    buf = np.zeros(6)
+    ids = np.empty(9, dtype=np.int64)
+    vals = np.empty(9)
+    count, dot, sq = collect_delta(feat_ptr, feat_ids, 0, 4, coef, buf, w, ids, vals)
+    assert np.all(buf == 0.0)
+    np.testing.assert_allclose(dot, w @ dense)
+    np.testing.assert_allclose(sq, dense @ dense)
+    target = np.zeros(6)
+    add_sparse(target, ids, vals, count, 1.0)
+    np.testing.assert_allclose(target, dense)

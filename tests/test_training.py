@@ -1,0 +1,144 @@
+"""Online EG on the log-linear dual, checked on real parsing data.
+
+EG must close the duality gap, never increase the dual on a step it takes,
+and land on the optimum an independent optimiser (scipy's L-BFGS on the
+primal) finds.
+"""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from corpora import load_dataset
+from features.arcs import ArcFeaturizer
+from parser.eisner import inside_outside
+from parser.problem import ParsingProblem
+from training.eg import EGConfig, _LogLinearEG, fit_eg_ll
+from training.problem import log_linear_gradient, log_linear_primal
+
+C = 10.0
+
+
+@pytest.fixture(scope="module")
+def problem():
+    sents = load_dataset("es", "train")[:40]
+    f = ArcFeaturizer("alphabet")
+    enc = f.encode(sents)
+    heads = [s.heads for s in sents]
+    f.fit(enc, heads)
+    return ParsingProblem(f.part_features(enc), heads, "single")
+
+
+@pytest.fixture(scope="module")
+def converged(problem):
+    return fit_eg_ll(problem, config=EGConfig(C=C, max_passes=300, tol=1e-5, seed=0))
+
+
+@pytest.fixture(scope="module")
+def lbfgs_optimum(problem):
+    d = problem.features.n_features
+    res = minimize(lambda w: log_linear_gradient(problem, w, C), np.zeros(d), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 5000, "gtol": 1e-9, "ftol": 1e-14})
+    return res.fun, res.x
+
+
+def test_problem_oracles_match_the_kernels(problem):
+    pf = problem.features
+    rng = np.random.default_rng(0)
+    for i in (0, 5):
+        lo, hi = pf.parts(i)
+        k = int(problem.sizes[i])
+        theta = rng.normal(size=hi - lo)
+        log_z, mu = problem.marginals(i, theta)
+        ref_z, ref_mu = inside_outside(theta.reshape(k, k), root="single")
+        assert log_z == pytest.approx(ref_z)
+        np.testing.assert_allclose(mu, ref_mu.reshape(-1))
+        assert problem.log_partition(i, theta) == pytest.approx(log_z)
+        z = problem.argmax(i, theta).reshape(k, k)
+        np.testing.assert_array_equal(z[:, 1:].sum(axis=0), np.ones(k - 1))
+        assert z[0].sum() == 1  # single root
+        gold = problem.gold[lo:hi].reshape(k, k)
+        assert gold.sum() == k - 1
+        assert problem.loss[lo:hi].sum() == (k - 1) * (k - 1) - (k - 1)
+
+
+def test_primal_gradient_matches_finite_differences(problem):
+    rng = np.random.default_rng(1)
+    d = problem.features.n_features
+    w = rng.normal(scale=0.05, size=d)
+    value, grad = log_linear_gradient(problem, w, C)
+    assert value == pytest.approx(log_linear_primal(problem, C * w, C), rel=1e-12)
+    for _ in range(4):
+        v = rng.normal(size=d)
+        v /= np.linalg.norm(v)
+        h = 1e-5
+        fd = (log_linear_gradient(problem, w + h * v, C)[0] - log_linear_gradient(problem, w - h * v, C)[0]) / (2 * h)
+        assert fd == pytest.approx(grad @ v, rel=1e-5, abs=1e-6)
+
+
+def test_every_accepted_step_decreases_the_dual_recomputed_from_scratch(problem):
+    pf = problem.features
+    run = _LogLinearEG(problem, EGConfig(C=C), None, None)
+
+    def dual_from_scratch():
+        W = np.zeros(pf.n_features)
+        ent = 0.0
+        for i in range(pf.n_examples):
+            lo, hi = pf.parts(i)
+            log_z, mu = problem.marginals(i, run.theta[lo:hi])
+            ent += float(mu @ run.theta[lo:hi]) - log_z
+            pf.scatter(lo, hi, problem.gold[lo:hi] - mu, W)
+        np.testing.assert_allclose(W, run.W, atol=1e-8)  # W is kept exactly in step
+        return ent + float(W @ W) / (2 * C)
+
+    before = dual_from_scratch()
+    accepted = 0
+    rng = np.random.default_rng(2)
+    for i in rng.integers(0, pf.n_examples, size=60):
+        if run.visit(int(i)):
+            accepted += 1
+            after = dual_from_scratch()
+            assert after < before + 1e-9 * abs(before)
+            before = after
+    assert accepted > 30
+    assert run.dual() == pytest.approx(before, rel=1e-9)
+
+
+def test_duality_gap_closes_and_weak_duality_holds(converged):
+    assert converged.converged
+    assert converged.final.rel_gap < 1e-4
+    for rec in converged.records:
+        assert rec.primal >= -rec.dual - 1e-9 * abs(rec.primal)
+    duals = [r.dual for r in converged.records]
+    assert all(b <= a + 1e-9 * abs(a) for a, b in zip(duals, duals[1:]))
+
+
+def test_eg_reaches_the_lbfgs_optimum(problem, converged, lbfgs_optimum):
+    p_star, w_star = lbfgs_optimum
+    p_eg = log_linear_primal(problem, C * converged.weights, C)
+    assert p_eg == pytest.approx(p_star, rel=1e-4)
+    assert -converged.final.dual <= p_star * (1 + 1e-9)  # the dual bounds the optimum
+    assert np.linalg.norm(converged.weights - w_star) <= 1e-2 * np.linalg.norm(w_star)
+
+
+def test_same_seed_same_model_and_order_matters(problem):
+    cfg = EGConfig(C=C, max_passes=3, tol=0.0, seed=7)
+    a = fit_eg_ll(problem, config=cfg)
+    b = fit_eg_ll(problem, config=cfg)
+    np.testing.assert_array_equal(a.weights, b.weights)
+    c = fit_eg_ll(problem, config=EGConfig(C=C, max_passes=3, tol=0.0, seed=8))
+    assert not np.array_equal(a.weights, c.weights)
+
+
+def test_warm_start_continues_from_the_given_dual_point(problem, converged):
+    again = fit_eg_ll(problem, config=EGConfig(C=C, max_passes=5, tol=1e-5), state=converged.state)
+    assert again.records[0].rel_gap < 1e-4
+    assert again.records[0].eff_iters == 0.0
+    bigger = fit_eg_ll(problem, config=EGConfig(C=0.7 * C, max_passes=300, tol=1e-4), state=converged.state)
+    assert bigger.converged
+
+
+def test_config_rejects_bad_settings():
+    for bad in ({"C": 0}, {"tol": -1}, {"order": "sorted"}, {"eta_init": 0}, {"max_passes": -1}):
+        with pytest.raises(ValueError):
+            EGConfig(**bad)
