@@ -27,7 +27,9 @@ them (use :meth:`Sentence.with_heads`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -245,7 +247,9 @@ def _require_package(package: str) -> None:
     if _is_installed(package):
         return
     try:
-        nltk.download(package, quiet=True, raise_on_error=True)
+        # nltk prints its own download errors; the one-line error below says what matters
+        with contextlib.redirect_stdout(io.StringIO()):
+            nltk.download(package, quiet=True, raise_on_error=True, print_error_to=io.StringIO())
     except Exception:  # any download failure: report the package as missing below
         pass
     if not _is_installed(package):

@@ -60,7 +60,7 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     config = spec.config(**settings)
     root = root or guess_root(train)
     start = time.perf_counter()
-    featurizer = ArcFeaturizer(feature_mode, hash_bits)
+    featurizer = ArcFeaturizer.for_corpus(train, feature_mode, hash_bits)
     encoded = featurizer.encode(train)
     heads = [s.heads for s in train]
     featurizer.fit(encoded, heads)

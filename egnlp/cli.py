@@ -20,6 +20,7 @@ from corpora import CorpusError, list_datasets, load_sentences, read_conll, writ
 from corpora.datasets import dataset_root, is_dataset
 from parser.evaluate import attachment_scores
 from parser.model import ModelError, Parser
+from training.eg import EGConfig
 from training.records import PassRecord
 from training.registry import TRAINERS
 
@@ -50,14 +51,16 @@ def fail(message: str) -> None:
 
 def progress_printer(label: str):
     """A training callback printing one line per pass to stderr."""
-    typer.echo(f"{label}\n{'pass':>4} {'eff.it':>7} {'sec':>7} {'primal':>12} {'dual':>12} {'rel.gap':>9} {'dev':>6}",
-               err=True)
+    typer.echo(f"{label}\n{'pass':>4} {'eff.it':>7} {'sec':>7} {'C':>8} {'primal':>12} {'dual':>12} "
+               f"{'rel.gap':>9} {'dev':>6}", err=True)
 
     def show(r: PassRecord) -> None:
         dev = f"{r.dev:6.2f}" if r.dev is not None else "     -"
         dual = f"{r.dual:12.2f}" if r.dual is not None else " " * 12
         gap = f"{r.rel_gap:9.2e}" if r.rel_gap is not None else " " * 9
-        typer.echo(f"{r.passes:4d} {r.eff_iters:7.2f} {r.seconds:7.1f} {r.primal:12.2f} {dual} {gap} {dev}", err=True)
+        C = f"{r.C:8.3g}" if r.C is not None else " " * 8
+        typer.echo(f"{r.passes:4d} {r.eff_iters:7.2f} {r.seconds:7.1f} {C} {r.primal:12.2f} {dual} {gap} {dev}",
+                   err=True)
 
     return show
 
@@ -106,10 +109,14 @@ def parser_train(
     train: Optional[Path] = typer.Option(None, "--train", help="Training CoNLL file."),
     dev: Optional[Path] = typer.Option(None, "--dev", help="Dev CoNLL file, scored after every pass."),
     trainer: str = typer.Option("eg-ll", "--trainer", help=f"One of: {', '.join(TRAINERS)}."),
-    C: float = typer.Option(10.0, "--C", help="Regularisation constant C of sum_i loss_i + C/2 ||w||^2."),
-    passes: int = typer.Option(30, "--passes", help="Pass limit."),
-    tol: float = typer.Option(1e-3, "--tol", help="Stop when the relative duality gap is below this."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the example order."),
+    C: float = typer.Option(EGConfig.C, "--C", help="Regularisation constant C of sum_i loss_i + C/2 ||w||^2."),
+    passes: int = typer.Option(EGConfig.max_passes, "--passes", help="Pass limit."),
+    tol: float = typer.Option(EGConfig.tol, "--tol", help="Stop when the relative duality gap is below this."),
+    anneal: bool = typer.Option(EGConfig.anneal, "--anneal/--no-anneal",
+                                help="Start at 10 C and decay to C (converges much faster for small C)."),
+    order: str = typer.Option(EGConfig.order, "--order", help="Example order: random (a fresh permutation "
+                              "per pass) or cyclic."),
+    seed: int = typer.Option(EGConfig.seed, "--seed", help="Seed of the example order."),
     root: Optional[Root] = typer.Option(None, "--root", help="Tree space: one root child or any number "
                                         "(default: the data set's, or 'single' if every training tree has one)."),
     features: FeatureMode = typer.Option(FeatureMode.alphabet, "--features", help="Feature ids: gold-arc alphabet or hashing."),
@@ -127,8 +134,8 @@ def parser_train(
                    + (f", dev {len(dev_sents)}" if dev_sents else ""), err=True)
         model, result = train_parser(
             train_sents, dev_sents, trainer=trainer, root=chosen_root, feature_mode=features.value,
-            hash_bits=hash_bits, callbacks=[progress_printer(f"trainer {trainer}, C={C}")],
-            C=C, max_passes=passes, tol=tol, seed=seed)
+            hash_bits=hash_bits, callbacks=[progress_printer(f"trainer {trainer}, C={C}" + (" (annealed)" if anneal else ""))],
+            C=C, max_passes=passes, tol=tol, anneal=anneal, order=order, seed=seed)
         model.save(out)
     except USER_ERRORS as exc:
         fail(str(exc))

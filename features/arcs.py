@@ -36,18 +36,20 @@ import numpy as np
 from numba import njit
 
 from features.csr import PartFeatures
-from features.hashing import KeyTable, StringHasher, combine, hash_string, table_lookup
+from features.hashing import KeyTable, StringHasher, cached_lookup, combine, hash_string, new_cache
 
 WORD, PREFIX, POS, CPOS, LEMMA, FEATS = 0, 1, 2, 3, 4, 5
 N_ATOMS = 6
 PREFIX_LEN = 5
 ROOT_TOKEN = "<root>"
 #: Version of the template set: part of every model file, checked on load.
-TEMPLATES_VERSION = "mcdonald2005-first-order-v1"
+TEMPLATES_VERSION = "mcdonald2005-first-order-v2"
 
-_N_FIXED = 39 + 4 + 8 + 1  # pair templates, FEATS, surrounding 4-grams, bias
+_N_FIXED = 39 + 4 + 8 + 1  # pair templates, FEATS, surrounding POS 4-grams, bias
 _N_BETWEEN = 2  # in-between trigrams per word between head and modifier
 N_SLOTS = 16  # slot 0: a template alone; 1..15: with direction and distance
+USE_LEMMA = 1
+USE_FEATS = 2
 _PAD_LEFT = np.int64(hash_string("<pad-left>"))
 _PAD_RIGHT = np.int64(hash_string("<pad-right>"))
 
@@ -75,8 +77,12 @@ class EncodedCorpus:
         return out
 
 
-def encode(sentences, hasher: StringHasher | None = None) -> EncodedCorpus:
-    """Turn sentences (objects with ``forms``, ``pos``, ``cpos``) into atoms."""
+def encode(sentences, hasher: StringHasher | None = None, coarse_from_pos: bool = False) -> EncodedCorpus:
+    """Turn sentences (``forms``, ``lemmas``, ``cpos``, ``pos``, ``feats``) into atoms.
+
+    With ``coarse_from_pos`` the coarse tag is the first character of the
+    POS tag (for treebanks without a coarse tag column, e.g. the WSJ).
+    """
     hasher = hasher or StringHasher()
     lengths = np.array([len(s) + 1 for s in sentences], dtype=np.int64)
     tok_ptr = np.zeros(len(sentences) + 1, dtype=np.int64)
@@ -90,7 +96,7 @@ def encode(sentences, hasher: StringHasher | None = None) -> EncodedCorpus:
         atoms[rows, WORD] = hasher.array(sent.forms)
         atoms[rows, PREFIX] = hasher.array([f.lower()[:PREFIX_LEN] for f in sent.forms])
         atoms[rows, POS] = hasher.array(sent.pos)
-        atoms[rows, CPOS] = hasher.array(sent.cpos)
+        atoms[rows, CPOS] = hasher.array([p[:1] for p in sent.pos] if coarse_from_pos else sent.cpos)
         atoms[rows, LEMMA] = hasher.array([lemma.lower() if lemma != "_" else form.lower()[:PREFIX_LEN]
                                            for form, lemma in zip(sent.forms, sent.lemmas)])
         atoms[rows, FEATS] = hasher.array(sent.feats)
@@ -131,8 +137,11 @@ def _atom(atoms, base, n, pos, col):
 
 
 @njit(cache=True)
-def arc_keys(atoms, base, n, h, m, out):
+def arc_keys(atoms, base, n, h, m, flags, out):
     """Write the template keys of arc h -> m into ``out``; return their number.
+
+    ``flags``: ``USE_LEMMA`` adds the (lemma, POS) pair set, ``USE_FEATS``
+    the FEATS templates (templates over empty columns would only repeat others).
 
     ``out`` needs room for ``_N_FIXED + _N_BETWEEN * n`` keys.  Each key is a feature alone
     (slot 0) and conjoined with :func:`dirdist_slot` (slots 1..15).
@@ -141,6 +150,8 @@ def arc_keys(atoms, base, n, h, m, out):
     t = 0
     # Head/modifier unigrams and bigrams: (word, POS), then (prefix, coarse POS).
     for wcol, pcol in ((WORD, POS), (PREFIX, CPOS), (LEMMA, POS)):
+        if wcol == LEMMA and not flags & USE_LEMMA:
+            break
         hw = atoms[base + h, wcol]
         hp = atoms[base + h, pcol]
         mw = atoms[base + m, wcol]
@@ -159,15 +170,17 @@ def arc_keys(atoms, base, n, h, m, out):
         c = _emit(out, c, _key(t + 11, hw, mw, 0, 0))
         c = _emit(out, c, _key(t + 12, hp, mp, 0, 0))
         t += 13
+    t = 39
     # Morphology: the whole FEATS strings with coarse POS.
-    hp = atoms[base + h, CPOS]
-    mp = atoms[base + m, CPOS]
-    hf = atoms[base + h, FEATS]
-    mf = atoms[base + m, FEATS]
-    c = _emit(out, c, _key(t + 0, hp, hf, 0, 0))
-    c = _emit(out, c, _key(t + 1, mp, mf, 0, 0))
-    c = _emit(out, c, _key(t + 2, hp, hf, mp, mf))
-    c = _emit(out, c, _key(t + 3, hf, mf, 0, 0))
+    if flags & USE_FEATS:
+        hp = atoms[base + h, CPOS]
+        mp = atoms[base + m, CPOS]
+        hf = atoms[base + h, FEATS]
+        mf = atoms[base + m, FEATS]
+        c = _emit(out, c, _key(t + 0, hp, hf, 0, 0))
+        c = _emit(out, c, _key(t + 1, mp, mf, 0, 0))
+        c = _emit(out, c, _key(t + 2, hp, hf, mp, mf))
+        c = _emit(out, c, _key(t + 3, hf, mf, 0, 0))
     t += 4
     # Surrounding POS 4-grams, fine then coarse.
     for pcol in (POS, CPOS):
@@ -195,12 +208,14 @@ def arc_keys(atoms, base, n, h, m, out):
 
 
 @njit(cache=True)
-def _arc_ids(atoms, base, n, h, m, table_keys, table_vals, idmap, hash_bits, keys, ids):
+def _arc_ids(atoms, base, n, h, m, flags, table_keys, table_vals, idmap, hash_bits, cache_keys, cache_vals,
+             keys, ids):
     """Feature ids of arc h -> m written to ``ids``; returns their number.
 
-    ``keys`` is work space for :func:`arc_keys`; ``ids`` needs twice its room.
+    ``keys`` is work space for :func:`arc_keys`; ``ids`` needs twice its room;
+    ``cache_keys`` / ``cache_vals`` come from :func:`features.hashing.new_cache`.
     """
-    k = arc_keys(atoms, base, n, h, m, keys)
+    k = arc_keys(atoms, base, n, h, m, flags, keys)
     slot = dirdist_slot(h, m)
     c = 0
     for j in range(k):
@@ -211,7 +226,7 @@ def _arc_ids(atoms, base, n, h, m, table_keys, table_vals, idmap, hash_bits, key
             ids[c + 1] = np.int64(combine(key, slot) >> shift)
             c += 2
             continue
-        row = table_lookup(table_keys, table_vals, key)
+        row = cached_lookup(table_keys, table_vals, cache_keys, cache_vals, key)
         if row < 0:
             continue
         for fid in (idmap[row, 0], idmap[row, slot]):
@@ -240,7 +255,7 @@ def _entry_bound(tok_ptr):
 
 
 @njit(cache=True)
-def _extract(tok_ptr, atoms, table_keys, table_vals, idmap, hash_bits, feat_ptr, feat_ids):
+def _extract(tok_ptr, atoms, flags, table_keys, table_vals, idmap, hash_bits, cache_keys, cache_vals, feat_ptr, feat_ids):
     max_n = _max_length(tok_ptr)
     keys = np.empty(_N_FIXED + _N_BETWEEN * max_n, dtype=np.uint64)
     ids = np.empty(2 * keys.shape[0], dtype=np.int64)
@@ -255,7 +270,8 @@ def _extract(tok_ptr, atoms, table_keys, table_vals, idmap, hash_bits, feat_ptr,
                 p += 1
                 if m == 0 or h == m:
                     continue
-                k = _arc_ids(atoms, base, n, h, m, table_keys, table_vals, idmap, hash_bits, keys, ids)
+                k = _arc_ids(atoms, base, n, h, m, flags, table_keys, table_vals, idmap, hash_bits,
+                             cache_keys, cache_vals, keys, ids)
                 for j in range(k):
                     feat_ids[c + j] = ids[j]
                 c += k
@@ -264,21 +280,22 @@ def _extract(tok_ptr, atoms, table_keys, table_vals, idmap, hash_bits, feat_ptr,
 
 
 @njit(cache=True)
-def _arc_scores(atoms, base, n, table_keys, table_vals, idmap, hash_bits, w, out):
+def _arc_scores(atoms, base, n, flags, table_keys, table_vals, idmap, hash_bits, cache_keys, cache_vals, w, out):
     keys = np.empty(_N_FIXED + _N_BETWEEN * n, dtype=np.uint64)
     ids = np.empty(2 * keys.shape[0], dtype=np.int64)
     for h in range(n + 1):
         for m in range(n + 1):
             acc = 0.0
             if m != 0 and h != m:
-                k = _arc_ids(atoms, base, n, h, m, table_keys, table_vals, idmap, hash_bits, keys, ids)
+                k = _arc_ids(atoms, base, n, h, m, flags, table_keys, table_vals, idmap, hash_bits,
+                             cache_keys, cache_vals, keys, ids)
                 for j in range(k):
                     acc += w[ids[j]]
             out[h, m] = acc
 
 
 @njit(cache=True)
-def _gold_keys(tok_ptr, atoms, head_rows):
+def _gold_keys(tok_ptr, atoms, flags, head_rows):
     """Template keys of every gold arc and the direction/distance slot of each."""
     max_n = _max_length(tok_ptr)
     total = 0
@@ -294,7 +311,7 @@ def _gold_keys(tok_ptr, atoms, head_rows):
         n = tok_ptr[s + 1] - base - 1
         for m in range(1, n + 1):
             h = head_rows[base + m]
-            k = arc_keys(atoms, base, n, h, m, buf)
+            k = arc_keys(atoms, base, n, h, m, flags, buf)
             out[c : c + k] = buf[:k]
             slots[c : c + k] = dirdist_slot(h, m)
             c += k
@@ -310,9 +327,16 @@ class ArcFeaturizer:
     once in a hash table whose row (``idmap``, ``N_SLOTS`` ids, -1 where
     absent) gives both ids.  ``mode="hash"``: every feature is hashed into
     ``2**hash_bits`` ids; nothing is dropped and collisions share a weight.
+
+    Which columns the templates read is decided once from the training data
+    (:meth:`for_corpus`) and saved with the model: LEMMA and FEATS templates
+    only when most training tokens fill those columns, and a coarse tag made
+    of the POS tag's first character when the CPOS column says nothing more
+    than POS (as in the WSJ data).
     """
 
-    def __init__(self, mode: str = "alphabet", hash_bits: int = 22,
+    def __init__(self, mode: str = "alphabet", hash_bits: int = 22, *, use_lemma: bool = True,
+                 use_feats: bool = True, coarse_from_pos: bool = False,
                  keys: np.ndarray | None = None, codes: np.ndarray | None = None):
         if mode not in ("alphabet", "hash"):
             raise ValueError(f"feature mode must be 'alphabet' or 'hash', not {mode!r}")
@@ -320,6 +344,10 @@ class ArcFeaturizer:
             raise ValueError(f"hash_bits must be between 8 and 30, not {hash_bits}")
         self.mode = mode
         self.hash_bits = hash_bits if mode == "hash" else 0
+        self.use_lemma = bool(use_lemma)
+        self.use_feats = bool(use_feats)
+        self.coarse_from_pos = bool(coarse_from_pos)
+        self.flags = (USE_LEMMA if self.use_lemma else 0) | (USE_FEATS if self.use_feats else 0)
         self.hasher = StringHasher()
         self._set_alphabet(np.zeros(0, np.uint64) if keys is None else keys,
                            np.zeros(0, np.int64) if codes is None else codes)
@@ -331,8 +359,21 @@ class ArcFeaturizer:
         if self.codes.size and (self.codes.min() < 0 or self.codes.max() >= self.keys.size * N_SLOTS):
             raise ValueError("feature codes do not match the template keys")
         self.table = KeyTable(self.keys)
+        self._cache = new_cache()
         self.idmap = np.full((self.keys.size, N_SLOTS), -1, dtype=np.int32)
         self.idmap.reshape(-1)[self.codes] = np.arange(self.codes.size, dtype=np.int32)
+
+    @classmethod
+    def for_corpus(cls, sentences, mode: str = "alphabet", hash_bits: int = 22) -> "ArcFeaturizer":
+        """A featurizer whose column choices suit the training ``sentences``."""
+        tokens = max(sum(len(s) for s in sentences), 1)
+
+        def filled(column: str) -> bool:
+            return sum(v != "_" for s in sentences for v in getattr(s, column)) >= tokens / 2
+
+        coarse_from_pos = all(c in ("_", p) for s in sentences for c, p in zip(s.cpos, s.pos))
+        return cls(mode, hash_bits, use_lemma=filled("lemmas"), use_feats=filled("feats"),
+                   coarse_from_pos=coarse_from_pos)
 
     @property
     def n_features(self) -> int:
@@ -341,17 +382,17 @@ class ArcFeaturizer:
     def fit(self, encoded: EncodedCorpus, heads_list) -> "ArcFeaturizer":
         """Build the alphabet from the gold arcs (nothing to do in hash mode)."""
         if self.mode == "alphabet":
-            keys, slots = _gold_keys(encoded.tok_ptr, encoded.atoms, encoded.heads_rows(heads_list))
+            keys, slots = _gold_keys(encoded.tok_ptr, encoded.atoms, self.flags, encoded.heads_rows(heads_list))
             plain, rows = np.unique(keys, return_inverse=True)
             codes = np.unique(np.concatenate([rows * N_SLOTS, rows * N_SLOTS + slots]))
             self._set_alphabet(plain, codes)
         return self
 
     def encode(self, sentences) -> EncodedCorpus:
-        return encode(sentences, self.hasher)
+        return encode(sentences, self.hasher, self.coarse_from_pos)
 
     def _tables(self):
-        return self.table.table_keys, self.table.table_vals, self.idmap, self.hash_bits
+        return (self.flags, self.table.table_keys, self.table.table_vals, self.idmap, self.hash_bits) + self._cache
 
     def part_features(self, encoded: EncodedCorpus) -> PartFeatures:
         """Compile every arc of every sentence into CSR arrays."""
@@ -371,4 +412,5 @@ class ArcFeaturizer:
         return out
 
     def config(self) -> dict:
-        return {"templates": TEMPLATES_VERSION, "mode": self.mode, "hash_bits": self.hash_bits}
+        return {"templates": TEMPLATES_VERSION, "mode": self.mode, "hash_bits": self.hash_bits,
+                "use_lemma": self.use_lemma, "use_feats": self.use_feats, "coarse_from_pos": self.coarse_from_pos}

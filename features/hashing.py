@@ -82,6 +82,31 @@ def table_lookup(table_keys, table_vals, key):
     return -1
 
 
+CACHE_SIZE = 1 << 14
+
+
+def new_cache() -> tuple[np.ndarray, np.ndarray]:
+    """Work arrays for :func:`cached_lookup` (empty: all keys 0)."""
+    return np.zeros(CACHE_SIZE, dtype=np.uint64), np.zeros(CACHE_SIZE, dtype=np.int64)
+
+
+@njit(cache=True)
+def cached_lookup(table_keys, table_vals, cache_keys, cache_vals, key):
+    """:func:`table_lookup` behind a small direct-mapped cache.
+
+    Parsing looks the same keys up over and over (POS n-grams recur on most
+    arcs of a sentence); the cache keeps them in fast memory instead of
+    probing the large table each time.  ``key`` must be non-zero.
+    """
+    j = key & np.uint64(cache_keys.shape[0] - 1)
+    if cache_keys[j] == key:
+        return cache_vals[j]
+    value = table_lookup(table_keys, table_vals, key)
+    cache_keys[j] = key
+    cache_vals[j] = value
+    return value
+
+
 def nonzero_key(keys: np.ndarray) -> np.ndarray:
     """Keys with 0 replaced by 1: the table uses 0 to mark an empty slot."""
     keys = keys.copy()

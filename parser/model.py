@@ -130,6 +130,8 @@ class Parser:
                              f"this egnlp has {TEMPLATES_VERSION!r}; retrain the model")
         try:
             featurizer = ArcFeaturizer(features["mode"], features["hash_bits"] or 22,
+                                       use_lemma=features["use_lemma"], use_feats=features["use_feats"],
+                                       coarse_from_pos=features["coarse_from_pos"],
                                        keys=arrays["keys"], codes=arrays["codes"])
             return cls(featurizer, arrays["weights"], meta["root"], meta.get("info"))
         except (KeyError, ValueError, TypeError) as exc:

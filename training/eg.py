@@ -17,8 +17,9 @@ A visit to example i with rate eta:
 The dual Q_LL = sum_i [sum_r mu_{i,r} theta_{i,r} - log Z(theta_i)] + ||W||^2 / (2C)
 changes by the example's own entropy term plus (2 W.delta + ||delta||^2) / (2C);
 the step is taken only if that change is negative, halving eta until it is
-(at most ``max_halvings`` times), and eta_i is multiplied by 1.05 after an
-accepted step.  Every rate tried counts as a visit for effective iterations.
+(at most ``max_halvings`` times), and eta_i is multiplied by ``eta_growth``
+after an accepted step (1.05 in the paper).  Every rate tried counts as a
+visit for effective iterations.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class EGConfig:
     seed: int = 0
     eta_init: float = 0.5
     order: str = "random"
+    eta_growth: float = 1.05
     max_halvings: int = 10
     max_seconds: float | None = None
     anneal: bool = False
@@ -125,7 +127,7 @@ class _LogLinearEG:
                 theta[:] = new_theta
                 mu[:] = new_mu
                 self.ent[i] = new_ent
-                self.eta[i] = eta * 1.05
+                self.eta[i] = eta * self.config.eta_growth
                 return True
             eta *= 0.5
         self.eta[i] = eta
