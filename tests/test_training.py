@@ -31,7 +31,7 @@ def problem():
 
 @pytest.fixture(scope="module")
 def converged(problem):
-    return fit_eg_ll(problem, config=EGConfig(C=C, max_passes=300, tol=1e-5, seed=0))
+    return fit_eg_ll(problem, config=EGConfig(C=C, max_passes=300, tol=1e-5, seed=0, anneal=False))
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,7 @@ def test_primal_gradient_matches_finite_differences(problem):
 
 def test_every_accepted_step_decreases_the_dual_recomputed_from_scratch(problem):
     pf = problem.features
-    run = _LogLinearEG(problem, EGConfig(C=C), None, None)
+    run = _LogLinearEG(problem, EGConfig(C=C, anneal=False), None, None)
 
     def dual_from_scratch():
         W = np.zeros(pf.n_features)
@@ -131,11 +131,43 @@ def test_same_seed_same_model_and_order_matters(problem):
 
 
 def test_warm_start_continues_from_the_given_dual_point(problem, converged):
-    again = fit_eg_ll(problem, config=EGConfig(C=C, max_passes=5, tol=1e-5), state=converged.state)
+    again = fit_eg_ll(problem, config=EGConfig(C=C, max_passes=5, tol=1e-5, anneal=False), state=converged.state)
     assert again.records[0].rel_gap < 1e-4
     assert again.records[0].eff_iters == 0.0
-    bigger = fit_eg_ll(problem, config=EGConfig(C=0.7 * C, max_passes=300, tol=1e-4), state=converged.state)
+    bigger = fit_eg_ll(problem, config=EGConfig(C=0.7 * C, max_passes=300, tol=1e-4, anneal=False),
+                       state=converged.state)
     assert bigger.converged
+
+
+@pytest.mark.parametrize("settings", [{"anneal": True}, {"anneal": False, "revisit_max": 0},
+                                      {"anneal": True, "order": "cyclic"}])
+def test_schedules_reach_the_same_optimum(problem, lbfgs_optimum, settings):
+    result = fit_eg_ll(problem, config=EGConfig(C=C, max_passes=300, tol=1e-5, **settings))
+    assert result.converged and result.final.C == C
+    assert log_linear_primal(problem, C * result.weights, C) == pytest.approx(lbfgs_optimum[0], rel=1e-4)
+
+
+def test_annealed_C_starts_at_ten_times_C_and_reaches_C():
+    cfg = EGConfig(C=2.0, anneal=True)
+    assert [cfg.C_at(p) for p in (1, 5)] == [20.0, 20.0]
+    assert 2.0 < cfg.C_at(6) < cfg.C_at(5)
+    assert cfg.C_at(60) == 2.0
+    assert EGConfig(C=2.0, anneal=False).C_at(1) == 2.0
+
+
+def test_long_sentences_holding_the_gap_get_extra_visits(problem):
+    run = _LogLinearEG(problem, EGConfig(C=C, anneal=False, revisit_max=3, revisit_share=2.0), None, None)
+    for i in range(problem.features.n_examples):
+        run.visit(i)
+    run.primal()  # fills the per-example gaps
+    assert run.example_gap.sum() == pytest.approx(run.primal() + run.dual(), rel=1e-9)
+    order = run.pass_order(np.random.default_rng(0))
+    counts = np.bincount(order, minlength=problem.features.n_examples)
+    assert counts.min() == 1 and counts.max() <= 4
+    heavy = run.example_gap >= 2.0 * run.example_gap.mean()
+    assert heavy.any()
+    np.testing.assert_array_equal(counts[~heavy], 1)
+    assert (counts[heavy] > 1).all()
 
 
 def test_config_rejects_bad_settings():

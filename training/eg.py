@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from features.csr import add_sparse, collect_delta
-from training.problem import StructuredProblem, log_linear_primal
+from training.problem import StructuredProblem
 from training.records import Callback, DevScorer, PassRecord, TrainResult
 
 
@@ -38,16 +38,18 @@ from training.records import Callback, DevScorer, PassRecord, TrainResult
 class EGConfig:
     """Settings of the online EG trainer."""
 
-    C: float = 10.0
-    max_passes: int = 30
+    C: float = 20.0
+    max_passes: int = 60
     tol: float = 1e-3
     seed: int = 0
     eta_init: float = 0.5
     order: str = "random"
     eta_growth: float = 1.05
     max_halvings: int = 10
+    revisit_max: int = 8
+    revisit_share: float = 10.0
     max_seconds: float | None = None
-    anneal: bool = False
+    anneal: bool = True
 
     def C_at(self, passes: int) -> float:
         """The C used in pass ``passes`` (1-based).
@@ -72,6 +74,10 @@ class EGConfig:
             raise ValueError(f"the tolerance must be >= 0, not {self.tol}")
         if not 0 < self.eta_init:
             raise ValueError(f"the initial learning rate must be positive, not {self.eta_init}")
+        if self.revisit_max < 0 or not self.revisit_share > 0:
+            raise ValueError("revisit_max must be >= 0 and revisit_share positive")
+        if not self.eta_growth >= 1.0:
+            raise ValueError(f"eta_growth must be >= 1, not {self.eta_growth}")
         if self.order not in ("random", "cyclic"):
             raise ValueError(f"order must be 'random' or 'cyclic', not {self.order!r}")
 
@@ -105,6 +111,7 @@ class _LogLinearEG:
         self.touched_ids = np.empty(longest, dtype=np.int64)
         self.touched_vals = np.empty(longest)
         self.visits = 0
+        self.example_gap = np.zeros(n)
 
     def visit(self, i: int) -> bool:
         """One EG step on example i with the adaptive rate; True if a step was taken."""
@@ -130,14 +137,41 @@ class _LogLinearEG:
                 self.eta[i] = eta * self.config.eta_growth
                 return True
             eta *= 0.5
-        self.eta[i] = eta
+        # No step improved the dual measurably: keep the rate from collapsing to zero.
+        self.eta[i] = max(eta, self.config.eta_init * 2.0 ** -30)
         return False
 
     def dual(self) -> float:
         return float(self.ent.sum()) + float(self.W @ self.W) / (2.0 * self.C)
 
     def primal(self) -> float:
-        return log_linear_primal(self.problem, self.W, self.C)
+        """The primal at w = W / C; also stores each example's share of the duality gap.
+
+        The gap splits over examples as sum_i KL(sigma(theta_i) || p_w(. | x_i)),
+        i.e. ent_i - (mu_i . s_i - log Z(s_i)) with s_i the scores under w.
+        """
+        pf, problem = self.pf, self.problem
+        total = 0.0
+        for i in range(pf.n_examples):
+            lo, hi = pf.parts(i)
+            s = pf.scores(lo, hi, self.W) / self.C
+            log_z = problem.log_partition(i, s)
+            total += log_z - float(s @ problem.gold[lo:hi])
+            self.example_gap[i] = self.ent[i] - (float(self.mu[lo:hi] @ s) - log_z)
+        return total + float(self.W @ self.W) / (2.0 * self.C)
+
+    def pass_order(self, rng: np.random.Generator) -> np.ndarray:
+        """The visits of one pass: every example once, plus extra visits to the few
+        examples holding more than ``revisit_share`` times their share of the
+        gap (one more visit per multiple of it, up to ``revisit_max``).  Long sentences need small learning rates
+        and otherwise hold most of the remaining gap for many passes."""
+        n = self.pf.n_examples
+        order = np.arange(n)
+        mean = float(self.example_gap.sum()) / max(n, 1)
+        if self.config.revisit_max > 0 and mean > 0:
+            extra = np.minimum(self.config.revisit_max, np.floor(self.example_gap / (self.config.revisit_share * mean)))
+            order = np.concatenate([order, np.repeat(np.arange(n), np.maximum(extra, 0).astype(np.int64))])
+        return rng.permutation(order) if self.config.order == "random" else order
 
 
 def fit_eg_ll(problem: StructuredProblem, *, config: EGConfig = EGConfig(), dev: DevScorer | None = None,
@@ -174,8 +208,7 @@ def fit_eg_ll(problem: StructuredProblem, *, config: EGConfig = EGConfig(), dev:
             break
         run.C = config.C_at(p)
         start = time.perf_counter()
-        order = rng.permutation(n) if config.order == "random" else np.arange(n)
-        for i in order:
+        for i in run.pass_order(rng):
             run.visit(int(i))
         seconds += time.perf_counter() - start
         converged = record(p)
