@@ -50,7 +50,8 @@ def main(argv: list[str] | None = None) -> None:
     best = (-1.0, None)
     while C >= args.C_min * (1 - 1e-9):
         start = time.perf_counter()
-        result = fit_eg_ll(problem, config=EGConfig(C=C, max_passes=args.max_passes, tol=args.tol), state=state)
+        result = fit_eg_ll(problem, config=EGConfig(C=C, max_passes=args.max_passes, tol=args.tol, anneal=False),
+                           state=state)
         state = result.state
         total += result.final.eff_iters
         d, t = dev_uas(result.weights), test_uas(result.weights)
