@@ -107,13 +107,6 @@ def cached_lookup(table_keys, table_vals, cache_keys, cache_vals, key):
     return value
 
 
-def nonzero_key(keys: np.ndarray) -> np.ndarray:
-    """Keys with 0 replaced by 1: the table uses 0 to mark an empty slot."""
-    keys = keys.copy()
-    keys[keys == 0] = 1
-    return keys
-
-
 class KeyTable:
     """An open-addressing hash table from uint64 keys to their rank in ``keys``.
 
