@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from features.csr import add_sparse, collect_delta
-from training.problem import StructuredProblem
+from training.problem import StructuredProblem, scored_examples
 from training.records import Callback, DevScorer, PassRecord, TrainResult
 
 
@@ -150,13 +150,9 @@ class _LogLinearEG:
         The gap splits over examples as sum_i KL(sigma(theta_i) || p_w(. | x_i)),
         i.e. ent_i - (mu_i . s_i - log Z(s_i)) with s_i the scores under w.
         """
-        pf, problem = self.pf, self.problem
         total = 0.0
-        for i in range(pf.n_examples):
-            lo, hi = pf.parts(i)
-            s = pf.scores(lo, hi, self.W) / self.C
-            log_z = problem.log_partition(i, s)
-            total += log_z - float(s @ problem.gold[lo:hi])
+        for i, lo, hi, s, log_z in scored_examples(self.problem, self.W / self.C):
+            total += log_z - float(s @ self.problem.gold[lo:hi])
             self.example_gap[i] = self.ent[i] - (float(self.mu[lo:hi] @ s) - log_z)
         return total + float(self.W @ self.W) / (2.0 * self.C)
 

@@ -18,7 +18,7 @@ zero loss, zero gold, and get zero marginals.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Iterator, Protocol
 
 import numpy as np
 
@@ -37,18 +37,22 @@ class StructuredProblem(Protocol):
     def argmax(self, i: int, theta: np.ndarray) -> np.ndarray: ...
 
 
+def scored_examples(problem: StructuredProblem, w: np.ndarray) -> Iterator[tuple[int, int, int, np.ndarray, float]]:
+    """For every example i: ``(i, lo, hi, s, log Z(s))`` with part scores s = w . phi."""
+    pf = problem.features
+    for i in range(pf.n_examples):
+        lo, hi = pf.parts(i)
+        s = pf.scores(lo, hi, w)
+        yield i, lo, hi, s, problem.log_partition(i, s)
+
+
 def log_linear_primal(problem: StructuredProblem, W: np.ndarray, C: float) -> float:
     """The log-linear primal at w = W / C (Collins et al. 2008, Eq. 4 and 7).
 
     sum_i [log Z_i(w) - w . phi(x_i, y_i)] + C/2 ||w||^2.
     """
-    pf = problem.features
-    total = 0.0
-    for i in range(pf.n_examples):
-        lo, hi = pf.parts(i)
-        s = pf.scores(lo, hi, W) / C
-        total += problem.log_partition(i, s) - float(s @ problem.gold[lo:hi])
-    return total + float(W @ W) / (2.0 * C)
+    losses = (log_z - float(s @ problem.gold[lo:hi]) for _, lo, hi, s, log_z in scored_examples(problem, W / C))
+    return sum(losses) + float(W @ W) / (2.0 * C)
 
 
 def log_linear_gradient(problem: StructuredProblem, w: np.ndarray, C: float) -> tuple[float, np.ndarray]:
