@@ -15,7 +15,7 @@ for EG the change of ``W`` caused by one example as a sparse vector.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
@@ -29,6 +29,7 @@ class PartFeatures:
     feat_ptr: np.ndarray
     feat_ids: np.ndarray
     n_features: int
+    _work: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def n_examples(self) -> int:
@@ -55,6 +56,19 @@ class PartFeatures:
     def scatter(self, lo: int, hi: int, coef: np.ndarray, target: np.ndarray) -> None:
         """``target += sum_r coef[r - lo] phi(r)`` over the parts ``lo:hi``."""
         scatter_add(self.feat_ptr, self.feat_ids, lo, hi, coef, target)
+
+    def sparse_delta(self, lo: int, hi: int, coef: np.ndarray, w: np.ndarray):
+        """delta = sum_r coef[r - lo] phi(r) over the parts ``lo:hi`` as a sparse vector.
+
+        Returns ``(ids, vals, w . delta, ||delta||^2)``; ``ids`` and ``vals``
+        are views into scratch buffers, valid until the next call.
+        """
+        if self._work is None or self._work[0].shape[0] != self.n_features:
+            longest = int(np.max(self.feat_ptr[self.part_ptr[1:]] - self.feat_ptr[self.part_ptr[:-1]], initial=0))
+            self._work = (np.zeros(self.n_features), np.empty(longest, dtype=np.int64), np.empty(longest))
+        buf, ids, vals = self._work
+        count, dot, sq = collect_delta(self.feat_ptr, self.feat_ids, lo, hi, coef, buf, w, ids, vals)
+        return ids[:count], vals[:count], dot, sq
 
 
 @njit(cache=True)

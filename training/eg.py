@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from features.csr import add_sparse, collect_delta
+from features.csr import add_sparse
 from training.problem import StructuredProblem, scored_examples
 from training.records import Callback, DevScorer, PassRecord, TrainResult
 
@@ -106,10 +106,6 @@ class _LogLinearEG:
             self.ent[i] = float(mu @ self.theta[lo:hi]) - log_z
         self.W = np.zeros(pf.n_features)
         pf.scatter(0, pf.n_parts, problem.gold - self.mu, self.W)
-        self.buf = np.zeros(pf.n_features)
-        longest = int(np.max(pf.feat_ptr[pf.part_ptr[1:]] - pf.feat_ptr[pf.part_ptr[:-1]], initial=0))
-        self.touched_ids = np.empty(longest, dtype=np.int64)
-        self.touched_vals = np.empty(longest)
         self.visits = 0
         self.example_gap = np.zeros(n)
 
@@ -125,12 +121,11 @@ class _LogLinearEG:
             self.visits += 1
             new_theta = (1.0 - eta) * theta + eta * s
             log_z, new_mu = problem.marginals(i, new_theta)
-            count, dot, sq = collect_delta(pf.feat_ptr, pf.feat_ids, lo, hi, mu - new_mu, self.buf,
-                                           self.W, self.touched_ids, self.touched_vals)
+            ids, vals, dot, sq = pf.sparse_delta(lo, hi, mu - new_mu, self.W)
             new_ent = float(new_mu @ new_theta) - log_z
             change = new_ent - self.ent[i] + (2.0 * dot + sq) / (2.0 * C)
             if change < 0.0:
-                add_sparse(self.W, self.touched_ids, self.touched_vals, count, 1.0)
+                add_sparse(self.W, ids, vals, ids.shape[0], 1.0)
                 theta[:] = new_theta
                 mu[:] = new_mu
                 self.ent[i] = new_ent

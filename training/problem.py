@@ -2,14 +2,15 @@
 
 Trainers never see trees or tag sequences.  A problem offers, for example i,
 its parts ``problem.features.parts(i)`` (a range in a corpus-wide part
-numbering), the feature ids of every part (CSR, :class:`features.csr.PartFeatures`),
+numbering), the features of every part (:class:`PartFeatureSet`: scores,
+scatter and sparse changes of a weight vector),
 the gold parts and a per-part loss, and two oracles over the example's
 structures, both working on a flat per-part score vector ``theta``:
 
 - ``marginals(i, theta) -> (log Z, mu)``: log partition function and part
   marginals of the distribution ``p(y) ~ exp(sum_{r in y} theta_r)``;
 - ``log_partition(i, theta) -> log Z`` (the same without the marginals);
-- ``argmax(i, theta) -> z``: the 0/1 part indicator of the best structure
+- ``argmax(i, theta) -> z``: the part counts of the best structure (0/1 for arcs)
   (loss-augmented when ``theta`` has the loss added).
 
 Parts that cannot occur (a parser's arc into the root) carry no features, a
@@ -22,11 +23,35 @@ from typing import Iterator, Protocol
 
 import numpy as np
 
-from features.csr import PartFeatures
+
+class PartFeatureSet(Protocol):
+    """What a trainer may ask of ``problem.features``.
+
+    :class:`features.csr.PartFeatures` (explicit CSR arrays, the parser) is
+    one implementation; a problem may bring another (the tagger's parts are
+    label-conjoined observation predicates, computed rather than stored).
+    """
+
+    n_features: int
+
+    @property
+    def n_examples(self) -> int: ...
+
+    @property
+    def n_parts(self) -> int: ...
+
+    def parts(self, i: int) -> tuple[int, int]: ...
+
+    def scores(self, lo: int, hi: int, w: np.ndarray) -> np.ndarray: ...
+
+    def scatter(self, lo: int, hi: int, coef: np.ndarray, target: np.ndarray) -> None: ...
+
+    def sparse_delta(self, lo: int, hi: int, coef: np.ndarray,
+                     w: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]: ...
 
 
 class StructuredProblem(Protocol):
-    features: PartFeatures
+    features: PartFeatureSet
     gold: np.ndarray  # (n_parts,) float64, 1.0 for the parts of the gold structure
     loss: np.ndarray  # (n_parts,) float64, e_{i,r}: Hamming loss of choosing part r
 
