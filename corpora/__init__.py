@@ -1,11 +1,20 @@
-"""Corpora: reading and writing dependency treebanks, and the named data sets.
+"""Corpora: reading and writing dependency treebanks and tagged text, and the named data sets.
 
 Nothing here imports the rest of egnlp; every other package builds on these
 :class:`Sentence` objects.
 """
 
 from .conll import format_conll, parse_conll, read_conll, write_conll
-from .datasets import DatasetInfo, dataset_root, guess_root, list_datasets, load_dataset, load_sentences
+from .datasets import (
+    DatasetInfo,
+    dataset_root,
+    dataset_task,
+    guess_root,
+    is_dataset,
+    list_datasets,
+    load_dataset,
+    load_sentences,
+)
 from .errors import CorpusError, DataNotFoundError
 from .malt import parse_malt_tab
 from .sentence import Sentence, is_projective
@@ -16,8 +25,10 @@ __all__ = [
     "DatasetInfo",
     "Sentence",
     "dataset_root",
+    "dataset_task",
     "format_conll",
     "guess_root",
+    "is_dataset",
     "is_projective",
     "list_datasets",
     "load_dataset",

@@ -1,12 +1,15 @@
 """Read and write CoNLL-X and CoNLL-U dependency files.
 
 Both formats have ten tab-separated columns per word line and a blank line
-after each sentence, so one reader accepts both. Comment lines (``#...``)
-may precede a sentence's tokens; CoNLL-U multiword-token lines (``1-2``) and
-empty nodes (``8.1``) are kept aside and written back in place. Reading and
-then writing a file reproduces it byte for byte, except that runs of blank
-lines become one blank line, a missing final blank line is added, CRLF line
-ends become LF and a leading byte-order mark is dropped.
+after each sentence, so one reader accepts both. Chunking files add an 11th
+column, the chunk tag; a file's word lines must all have ten columns or all
+eleven (a mix is an error, since it is almost always a broken file).
+Comment lines (``#...``) may precede a sentence's tokens; CoNLL-U
+multiword-token lines (``1-2``) and empty nodes (``8.1``) are kept aside and
+written back in place. Reading and then writing a file reproduces it byte
+for byte, except that runs of blank lines become one blank line, a missing
+final blank line is added, CRLF line ends become LF and a leading byte-order
+mark is dropped.
 
 Every problem in a file raises :class:`~corpora.errors.CorpusError` with the
 file name and the 1-based line number.
@@ -23,7 +26,7 @@ from conllu.exceptions import ParseException
 from conllu.parser import parse_id_value, parse_int_value
 
 from .errors import CorpusError
-from .sentence import BLANK, FORM, HEAD, ID, N_COLUMNS, Sentence, find_cycle
+from .sentence import BLANK, FORM, HEAD, ID, N_CHUNK_COLUMNS, N_COLUMNS, Sentence, find_cycle
 
 # A block is one sentence's lines as (1-based line number, text) pairs.
 Block = list[tuple[int, str]]
@@ -32,7 +35,7 @@ Block = list[tuple[int, str]]
 def read_conll(
     path: str | os.PathLike[str], *, encoding: str = "utf-8", require_heads: bool = True
 ) -> list[Sentence]:
-    """Read a CoNLL-X or CoNLL-U file.
+    """Read a CoNLL-X or CoNLL-U file, or one with an 11th (chunk) column.
 
     Args:
         path: the file; its name, as given, is used in messages and as
@@ -56,7 +59,8 @@ def parse_conll(text: str, source: str = "<string>", *, require_heads: bool = Tr
     See :func:`read_conll` for ``require_heads`` and the errors raised.
     """
     text = text.removeprefix("\ufeff")
-    sentences = [_parse_block(block, source, require_heads) for block in split_blocks(text)]
+    width = _Width(source)
+    sentences = [_parse_block(block, source, require_heads, width) for block in split_blocks(text)]
     if not sentences:
         raise CorpusError(f"{source}: no sentences found")
     return sentences
@@ -181,7 +185,31 @@ def check_heads(
         raise CorpusError(f"{source}:{lines[cycle[0] - 1]}: cycle among tokens {names}")
 
 
-def _parse_block(block: Block, source: str, require_heads: bool) -> Sentence:
+class _Width:
+    """The number of columns of a file's word lines: fixed by the first one, 10 or 11."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.columns: int | None = None
+        self.line = 0
+
+    def check(self, count: int, number: int) -> None:
+        """Accept ``count`` columns on line ``number`` or raise a CorpusError naming the line."""
+        where = f"{self.source}:{number}"
+        if count == self.columns:
+            return
+        if count not in (N_COLUMNS, N_CHUNK_COLUMNS):
+            expected = self.columns or N_COLUMNS
+            raise CorpusError(f"{where}: expected {expected} tab-separated columns, found {count}")
+        if self.columns is not None:
+            raise CorpusError(
+                f"{where}: found {count} tab-separated columns but line {self.line} has {self.columns}; "
+                f"a file's word lines must all have {N_COLUMNS} (CoNLL-X/U) or all {N_CHUNK_COLUMNS} (chunk column)"
+            )
+        self.columns, self.line = count, number
+
+
+def _parse_block(block: Block, source: str, require_heads: bool, width: _Width) -> Sentence:
     """Build one Sentence from a block of CoNLL lines, validating it."""
     rows: list[tuple[str, ...]] = []
     row_lines: list[int] = []
@@ -196,8 +224,7 @@ def _parse_block(block: Block, source: str, require_heads: bool) -> Sentence:
             continue
         seen_token = True
         columns = tuple(line.split("\t"))
-        if len(columns) != N_COLUMNS:
-            raise CorpusError(f"{where}: expected {N_COLUMNS} tab-separated columns, found {len(columns)}")
+        width.check(len(columns), number)
         try:
             token_id = parse_id_value(columns[ID])
         except ParseException:

@@ -1,12 +1,16 @@
-"""Named dependency data sets read from NLTK's data packages.
+"""Named data sets read from NLTK's data packages: dependency treebanks and tagging corpora.
 
-=====  ===============================  ===================================  =====
-name   NLTK package                     splits (sentences)                   root
-=====  ===============================  ===================================  =====
-es     corpora/conll2007 (``esp.*``)    train 2,654 / dev 295 / test 563     single
-eu     corpora/conll2007 (``eus.*``)    train 2,335 / dev 260 / test 580     multi
-wsj    corpora/dependency_treebank      train 3,396 / dev 273 / test 245     single
-=====  ===============================  ===================================  =====
+===============  ===========================  =======================================  =====  ======
+name             NLTK package                 splits (sentences)                       task   root
+===============  ===========================  =======================================  =====  ======
+es               corpora/conll2007 (esp.*)    train 2,654 / dev 295 / test 563         parse  single
+eu               corpora/conll2007 (eus.*)    train 2,335 / dev 260 / test 580         parse  multi
+wsj              corpora/dependency_treebank  train 3,396 / dev 273 / test 245         parse  single
+brown            corpora/brown                train 40,956 / dev 4,441 / test 11,943   pos    -
+conll2000-pos    corpora/conll2000            train 8,042 / dev 894 / test 2,012       pos    -
+conll2000-chunk  corpora/conll2000            train 8,042 / dev 894 / test 2,012       chunk  -
+ptb-pos          corpora/treebank             train 3,396 / dev 273 / test 245         pos    -
+===============  ===========================  =======================================  =====  ======
 
 ``es`` and ``eu``: dev is the last ``round(0.1 * n)`` sentences of the
 CoNLL 2007 training file and train the rest; test is the test file. The
@@ -18,11 +22,28 @@ one root; 1,007 of the 2,595 Basque training-file sentences have several.
 sentences have exactly one root (and are projective), so the root is "single".
 The files carry no labels: DEPREL is ``_``.
 
+The tagging sets have no trees (HEAD is ``_``, ``Sentence.heads`` is None,
+root ``-``); the tag is in CPOSTAG and POSTAG (see :mod:`corpora.tagging`):
+
+``brown``: the 500 Brown documents, sorted by file id and shuffled with
+``random.Random(0)``; the first 400 are train+dev (dev = the last 40 of them)
+and the last 100 test. Tags lose a leading ``FW-`` and every ``-TL``, ``-HL``,
+``-NC``, ``-FW``, leaving 190 tags.
+
+``conll2000-pos`` and ``conll2000-chunk``: the same sentences (CoNLL-2000
+``train.txt``, dev its last ``round(0.1 * n)`` sentences; ``test.txt``), with
+automatic (Brill tagger) POS tags and the IOB chunk tag as an 11th column; the
+name says which column is the task.
+
+``ptb-pos``: the gold tags of NLTK's Penn Treebank sample, files split as in
+``wsj``, trace tokens (``-NONE-``) dropped: the sentences, forms and tags then
+equal those of ``wsj`` token for token.
+
 Packages are found through NLTK's data path (``NLTK_DATA``); a missing one is
 downloaded once with ``nltk.download`` and, failing that, raises
 :class:`~corpora.errors.DataNotFoundError`. Each file is parsed once per
 process; the sentences returned are shared between calls, so do not mutate
-them (use :meth:`Sentence.with_heads`).
+them (use :meth:`Sentence.with_heads`, :meth:`Sentence.with_tags`).
 """
 
 from __future__ import annotations
@@ -31,18 +52,23 @@ import contextlib
 import functools
 import io
 import os
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import nltk
+from nltk.corpus.reader import find_corpus_fileids
 
 from .conll import decode, parse_conll, read_conll
 from .errors import CorpusError, DataNotFoundError
 from .malt import parse_malt_tab
 from .sentence import Sentence
+from .tagging import parse_brown, parse_conll2000, parse_treebank_tags
 
 SPLITS = ("train", "dev", "test")
 DEV_FRACTION = 0.1
+TASKS = ("parse", "pos", "chunk")
+NO_ROOT = "-"  # DatasetInfo.root of the tagging sets, which have no trees
 
 Parser = Callable[[str, str], list[Sentence]]
 
@@ -54,14 +80,18 @@ class DatasetInfo:
     Attributes:
         name: the name to pass to :func:`load_dataset`.
         description: one line for people.
+        task: what the gold annotation is for: ``"parse"`` (dependency
+            trees), ``"pos"`` (POS tags) or ``"chunk"`` (chunk tags, 11th column).
         nltk_package: the NLTK resource holding the files, e.g. ``corpora/conll2007``.
         splits: the split names, ``("train", "dev", "test")``.
-        root: ``"single"`` when every tree has exactly one root token, else ``"multi"``.
+        root: ``"single"`` when every tree has exactly one root token, ``"multi"``
+            otherwise, ``"-"`` for tagging sets (no trees).
         found: whether the NLTK package is installed (checked, never downloaded).
     """
 
     name: str
     description: str
+    task: str
     nltk_package: str
     splits: tuple[str, ...]
     root: str
@@ -70,46 +100,96 @@ class DatasetInfo:
 
 @dataclass(frozen=True)
 class _TrainTestFiles:
-    """A training file whose last 10% of sentences is dev, and a test file (CoNLL)."""
+    """A training file whose last 10% of sentences is dev, and a test file (CoNLL by default)."""
 
     package: str
     train_file: str
     test_file: str
     encoding: str
+    parse: Parser = parse_conll
 
     def load(self, split: str) -> Sequence[Sentence]:
         """Return the sentences of one split."""
         if split == "test":
-            return _load_file(self.package, self.test_file, self.encoding, parse_conll)
-        sentences = _load_file(self.package, self.train_file, self.encoding, parse_conll)
+            return _load_file(self.package, self.test_file, self.encoding, self.parse)
+        sentences = _load_file(self.package, self.train_file, self.encoding, self.parse)
         cut = len(sentences) - round(DEV_FRACTION * len(sentences))
         return sentences[:cut] if split == "train" else sentences[cut:]
 
 
 @dataclass(frozen=True)
 class _NumberedFiles:
-    """Malt-TAB files ``{prefix}{number:04d}.dp`` grouped into splits by number."""
+    """Files ``{prefix}{number:04d}{suffix}`` grouped into splits by number (Malt-TAB by default)."""
 
     package: str
     prefix: str
     numbers: dict[str, range]
+    suffix: str = ".dp"
+    parse: Parser = parse_malt_tab
 
     def load(self, split: str) -> Sequence[Sentence]:
         """Return the sentences of one split, file by file in number order."""
         return [
             sentence
             for number in self.numbers[split]
-            for sentence in _load_file(self.package, f"{self.prefix}{number:04d}.dp", "utf-8", parse_malt_tab)
+            for sentence in _load_file(self.package, f"{self.prefix}{number:04d}{self.suffix}", "utf-8", self.parse)
         ]
 
 
 @dataclass(frozen=True)
+class _ShuffledDocuments:
+    """Documents split by a seeded shuffle of their sorted ids (Brown).
+
+    The ids matching ``pattern`` are sorted and shuffled with
+    ``random.Random(seed)``; the first ``n_train`` (of which the last ``n_dev``
+    are dev) are train and dev, the rest test. Sentences come document by
+    document in shuffled order.
+    """
+
+    package: str
+    pattern: str
+    n_documents: int
+    n_train: int
+    n_dev: int
+    seed: int
+    encoding: str
+    parse: Parser
+
+    def load(self, split: str) -> Sequence[Sentence]:
+        """Return the sentences of one split."""
+        return [
+            sentence
+            for document in self.documents(split)
+            for sentence in _load_file(self.package, document, self.encoding, self.parse)
+        ]
+
+    def documents(self, split: str) -> list[str]:
+        """The file ids of one split, in shuffled order."""
+        ids = self._all_documents()
+        random.Random(self.seed).shuffle(ids)
+        cut = self.n_train - self.n_dev
+        return {"train": ids[:cut], "dev": ids[cut : self.n_train], "test": ids[self.n_train :]}[split]
+
+    def _all_documents(self) -> list[str]:
+        """The sorted file ids; the split is only defined for the expected number of them."""
+        root = nltk.data.find(_resource(self.package) + "/")
+        ids = sorted(find_corpus_fileids(root, self.pattern))
+        if len(ids) != self.n_documents:
+            raise DataNotFoundError(
+                f"NLTK package '{_resource(self.package)}' has {len(ids)} documents, expected {self.n_documents}; "
+                f"reinstall it with nltk.download('{self.package}', force=True)"
+            )
+        return ids
+
+
+@dataclass(frozen=True)
 class _Dataset:
-    """A registered data set: where its files are and how they split."""
+    """A registered data set: where its files are, how they split, and its task."""
 
     description: str
     root: str
-    files: _TrainTestFiles | _NumberedFiles
+    files: _TrainTestFiles | _NumberedFiles | _ShuffledDocuments
+    task: str = "parse"
 
 
 _DATASETS: dict[str, _Dataset] = {
@@ -132,6 +212,36 @@ _DATASETS: dict[str, _Dataset] = {
             {"train": range(1, 160), "dev": range(160, 180), "test": range(180, 200)},
         ),
     ),
+    "brown": _Dataset(
+        "Brown corpus POS tags (190 tags), documents split by seed 0",
+        NO_ROOT,
+        _ShuffledDocuments("brown", r"c[a-z]\d\d", 500, 400, 40, 0, "ascii", parse_brown),
+        "pos",
+    ),
+    "conll2000-pos": _Dataset(
+        "CoNLL-2000 WSJ POS tags (Brill tagger output), chunk column kept",
+        NO_ROOT,
+        _TrainTestFiles("conll2000", "train.txt", "test.txt", "ascii", parse_conll2000),
+        "pos",
+    ),
+    "conll2000-chunk": _Dataset(
+        "CoNLL-2000 WSJ chunking (IOB tags in an 11th column)",
+        NO_ROOT,
+        _TrainTestFiles("conll2000", "train.txt", "test.txt", "ascii", parse_conll2000),
+        "chunk",
+    ),
+    "ptb-pos": _Dataset(
+        "Penn Treebank sample gold POS tags, traces dropped (the wsj sentences)",
+        NO_ROOT,
+        _NumberedFiles(
+            "treebank",
+            "combined/wsj_",
+            {"train": range(1, 160), "dev": range(160, 180), "test": range(180, 200)},
+            ".mrg",
+            parse_treebank_tags,
+        ),
+        "pos",
+    ),
 }
 
 
@@ -141,6 +251,7 @@ def list_datasets() -> list[DatasetInfo]:
         DatasetInfo(
             name=name,
             description=dataset.description,
+            task=dataset.task,
             nltk_package=_resource(dataset.files.package),
             splits=SPLITS,
             root=dataset.root,
@@ -199,9 +310,21 @@ def is_dataset(name: str) -> bool:
     return name in _DATASETS
 
 
+def dataset_task(name: str) -> str:
+    """Return ``"parse"``, ``"pos"`` or ``"chunk"``: what the data set's gold annotation is for."""
+    return _get(name).task
+
+
 def dataset_root(name: str) -> str:
-    """Return ``"single"`` or ``"multi"``: how many root tokens the data set's trees have."""
-    return _get(name).root
+    """Return ``"single"`` or ``"multi"``: how many root tokens the data set's trees have.
+
+    Raises:
+        CorpusError: unknown name, or a tagging data set (it has no trees).
+    """
+    dataset = _get(name)
+    if dataset.task != "parse":
+        raise CorpusError(f"data set '{name}' has no dependency trees (its task is '{dataset.task}')")
+    return dataset.root
 
 
 def guess_root(sentences: Sequence[Sentence]) -> str:

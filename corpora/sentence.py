@@ -4,7 +4,8 @@ A :class:`Sentence` keeps the ten original columns of each word line as
 strings, plus the lines that are not word tokens (comments, CoNLL-U multiword
 token ranges such as ``1-2`` and empty nodes such as ``8.1``) together with
 their positions, so that writing a sentence back gives the lines it was read
-from.
+from. Chunking data carries an 11th column, the chunk tag (IOB, e.g.
+``B-NP``), after the ten CoNLL-X columns; it is kept verbatim like the others.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from dataclasses import dataclass, field
 ID, FORM, LEMMA, CPOS, POS, FEATS, HEAD, DEPREL = range(8)
 COL9 = 8  # CoNLL-X PHEAD, CoNLL-U DEPS
 COL10 = 9  # CoNLL-X PDEPREL, CoNLL-U MISC
+CHUNK = 10  # the optional 11th column: chunk tag
 N_COLUMNS = 10
+N_CHUNK_COLUMNS = 11
 BLANK = "_"
 
 
@@ -26,7 +29,8 @@ class Sentence:
     """One sentence of word tokens.
 
     Attributes:
-        rows: the ten column strings of each word line, in token order.
+        rows: the column strings of each word line, in token order: ten, or
+            eleven when the sentence carries chunk tags (the same on every row).
         aside: lines that are not word tokens, as ``(position, line)`` pairs in
             file order; ``position`` is the number of word tokens before the
             line (comments and a leading ``1-2`` range have position 0, an
@@ -36,7 +40,8 @@ class Sentence:
         heads: the HEAD column as integers (0 = root), or None when every
             HEAD of the sentence is ``_``. Derived from ``rows``.
 
-    Treat a Sentence as immutable; :meth:`with_heads` returns a modified copy.
+    Treat a Sentence as immutable; :meth:`with_heads` and :meth:`with_tags`
+    return modified copies.
     """
 
     rows: tuple[tuple[str, ...], ...]
@@ -87,6 +92,13 @@ class Sentence:
             return None
         return [row[DEPREL] for row in self.rows]
 
+    @property
+    def chunks(self) -> list[str] | None:
+        """Chunk tags (the 11th column), or None when the sentence has the ten CoNLL columns only."""
+        if not self.rows or len(self.rows[0]) <= CHUNK:
+            return None
+        return [row[CHUNK] for row in self.rows]
+
     def lines(self) -> list[str]:
         """The sentence's lines in file order, without line terminators."""
         out: list[str] = []
@@ -133,11 +145,58 @@ class Sentence:
         aside = tuple((position, _clear_empty_node_deps(text)) for position, text in self.aside)
         return dataclasses.replace(self, rows=tuple(rows), aside=aside)
 
+    def with_tags(self, pos: Sequence[str] | None = None, chunks: Sequence[str] | None = None) -> Sentence:
+        """Return a copy carrying new (e.g. predicted) POS tags and/or chunk tags.
+
+        ``pos`` replaces POSTAG (CoNLL-U XPOS). It replaces CPOSTAG too when
+        the sentence's CPOSTAG column equals its POSTAG column on every token,
+        as in data made from one tag per word (Malt-TAB, tagging corpora, or
+        untagged text with ``_`` in both); a real coarse tag set (CoNLL-X
+        Spanish, CoNLL-U UPOS) is left alone.
+
+        ``chunks`` replaces the 11th column, or adds it to a ten-column
+        sentence; multiword-token and empty-node lines then get ``_`` there so
+        that every non-comment line keeps the same number of columns. None
+        leaves the column as it is.
+
+        Raises:
+            ValueError: a sequence whose length is not the number of tokens,
+                or a tag that is empty or holds whitespace (it would break the line).
+        """
+        n = len(self.rows)
+        for name, values in (("POS tags", pos), ("chunk tags", chunks)):
+            if values is None:
+                continue
+            if len(values) != n:
+                raise ValueError(f"expected {n} {name}, got {len(values)}")
+            for i, value in enumerate(values):
+                if not value or any(char.isspace() for char in value):
+                    raise ValueError(f"{name[:-1]} {value!r} of token {i + 1} is empty or holds whitespace")
+        set_cpos = pos is not None and all(row[CPOS] == row[POS] for row in self.rows)
+        add_column = chunks is not None and self.chunks is None
+        rows = []
+        for i, row in enumerate(self.rows):
+            new = list(row)
+            if pos is not None:
+                new[POS] = pos[i]
+                if set_cpos:
+                    new[CPOS] = pos[i]
+            if chunks is not None:
+                if add_column:
+                    new.append(chunks[i])
+                else:
+                    new[CHUNK] = chunks[i]
+            rows.append(tuple(new))
+        aside = self.aside
+        if add_column:
+            aside = tuple((position, text if text.startswith("#") else f"{text}\t{BLANK}") for position, text in aside)
+        return dataclasses.replace(self, rows=tuple(rows), aside=aside)
+
 
 def _clear_empty_node_deps(line: str) -> str:
     """Clear the DEPS column of an empty-node line (``8.1``); return others unchanged."""
     columns = line.split("\t")
-    if len(columns) == N_COLUMNS and "." in columns[ID]:
+    if len(columns) in (N_COLUMNS, N_CHUNK_COLUMNS) and "." in columns[ID]:
         columns[COL9] = BLANK
         return "\t".join(columns)
     return line
