@@ -13,7 +13,7 @@ from corpora import load_dataset
 from features.arcs import ArcFeaturizer
 from parser.eisner import inside_outside
 from parser.problem import ParsingProblem
-from training.eg import EGConfig, _LogLinearEG, fit_eg_ll
+from training.eg import EGConfig, _EGRun, fit_eg_ll
 from training.problem import log_linear_gradient, log_linear_primal
 
 C = 10.0
@@ -78,7 +78,7 @@ def test_primal_gradient_matches_finite_differences(problem):
 
 def test_every_accepted_step_decreases_the_dual_recomputed_from_scratch(problem):
     pf = problem.features
-    run = _LogLinearEG(problem, EGConfig(C=C, anneal=False), None, None)
+    run = _EGRun(problem, EGConfig(C=C, anneal=False))
 
     def dual_from_scratch():
         W = np.zeros(pf.n_features)
@@ -156,7 +156,7 @@ def test_annealed_C_starts_at_ten_times_C_and_reaches_C():
 
 
 def test_long_sentences_holding_the_gap_get_extra_visits(problem):
-    run = _LogLinearEG(problem, EGConfig(C=C, anneal=False, revisit_max=3, revisit_share=2.0), None, None)
+    run = _EGRun(problem, EGConfig(C=C, anneal=False, revisit_max=3, revisit_share=2.0))
     for i in range(problem.features.n_examples):
         run.visit(i)
     run.primal()  # fills the per-example gaps

@@ -71,6 +71,24 @@ def scored_examples(problem: StructuredProblem, w: np.ndarray) -> Iterator[tuple
         yield i, lo, hi, s, problem.log_partition(i, s)
 
 
+def loss_augmented_examples(problem: StructuredProblem, w: np.ndarray) -> Iterator[tuple[int, int, int, np.ndarray, np.ndarray]]:
+    """For every example i: ``(i, lo, hi, s, z)`` with s = w . phi and z the parts of
+    the loss-augmented argmax, argmax_y [e(y) + s(y)] (never the plain argmax)."""
+    pf = problem.features
+    for i in range(pf.n_examples):
+        lo, hi = pf.parts(i)
+        s = pf.scores(lo, hi, w)
+        yield i, lo, hi, s, problem.argmax(i, s + problem.loss[lo:hi])
+
+
+def max_margin_primal(problem: StructuredProblem, w: np.ndarray, C: float) -> float:
+    """The max-margin primal sum_i max_y [e(y) - w . (phi(y_i) - phi(y))] + C/2 ||w||^2 (Eq. 5)."""
+    total = 0.5 * C * float(w @ w)
+    for _, lo, hi, s, z in loss_augmented_examples(problem, w):
+        total += float(z @ (s + problem.loss[lo:hi])) - float(s @ problem.gold[lo:hi])
+    return total
+
+
 def log_linear_primal(problem: StructuredProblem, W: np.ndarray, C: float) -> float:
     """The log-linear primal at w = W / C (Collins et al. 2008, Eq. 4 and 7).
 

@@ -49,3 +49,30 @@ class TrainResult:
     @property
     def final(self) -> PassRecord:
         return self.records[-1]
+
+
+class Recorder:
+    """Builds the per-pass records of a run and hands them to the callbacks.
+
+    ``seconds`` is optimisation time only: the caller adds to it around its
+    own work, so evaluating objectives and the dev score is never counted.
+    """
+
+    def __init__(self, n_examples: int, dev: DevScorer | None, callbacks: tuple[Callback, ...]):
+        self.n = max(n_examples, 1)
+        self.dev = dev
+        self.callbacks = callbacks
+        self.records: list[PassRecord] = []
+        self.seconds = 0.0
+        self.visits = 0
+
+    def record(self, passes: int, w: np.ndarray, primal: float, dual: float | None = None,
+               C: float | None = None) -> PassRecord:
+        gap = primal + dual if dual is not None else None
+        rec = PassRecord(passes=passes, eff_iters=self.visits / self.n, seconds=self.seconds, primal=primal,
+                         dual=dual, gap=gap, rel_gap=gap / max(abs(primal), 1e-300) if gap is not None else None,
+                         dev=self.dev(w) if self.dev is not None else None, C=C)
+        self.records.append(rec)
+        for cb in self.callbacks:
+            cb(rec)
+        return rec

@@ -1,0 +1,223 @@
+"""Every trainer of the registry on real parsing data: the same optimum, weak duality, closing gaps.
+
+Log-linear trainers are checked against scipy's L-BFGS-B run to a tight
+tolerance directly (not through our wrapper); max-margin trainers against
+each other and against the cutting-plane lower bound, on a small subset of
+``es`` where every method can be run close to the optimum.
+"""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from corpora import load_dataset
+from features.arcs import ArcFeaturizer
+from parser.problem import ParsingProblem
+from training.eg import EGConfig, _EGRun
+from training.max_margin import simplex_qp
+from training.path import parse_c_path, regularization_path
+from training.problem import log_linear_gradient, log_linear_primal, loss_augmented_examples, max_margin_primal
+from training.registry import TRAINERS, get_trainer, make_config
+
+
+def _problem(count: int) -> ParsingProblem:
+    sents = load_dataset("es", "train")[:count]
+    f = ArcFeaturizer("alphabet")
+    enc = f.encode(sents)
+    heads = [s.heads for s in sents]
+    f.fit(enc, heads)
+    return ParsingProblem(f.part_features(enc), heads, "single")
+
+
+@pytest.fixture(scope="module")
+def ll_problem():
+    return _problem(30)
+
+
+@pytest.fixture(scope="module")
+def mm_problem():
+    return _problem(12)
+
+
+LL_C = 10.0
+MM_C = 1000.0
+
+
+@pytest.fixture(scope="module")
+def ll_optimum(ll_problem):
+    d = ll_problem.features.n_features
+    res = minimize(lambda w: log_linear_gradient(ll_problem, w, LL_C), np.zeros(d), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 5000, "gtol": 1e-9, "ftol": 1e-14})
+    return res.fun
+
+
+def _fit(problem, name, **settings):
+    trainer = get_trainer(name)
+    return trainer.fit(problem, config=make_config(trainer, **settings))
+
+
+@pytest.mark.parametrize("name,settings,rel", [
+    ("eg-ll", {"max_passes": 300, "tol": 1e-6, "anneal": False}, 1e-5),
+    ("eg-ll-batch", {"max_passes": 400, "tol": 1e-6, "anneal": False}, 1e-4),
+    ("lbfgs", {"max_passes": 1000}, 1e-6),
+    ("sgd", {"max_passes": 60, "eta0": 0.1}, 2e-3),
+])
+def test_log_linear_trainers_reach_the_lbfgs_optimum(ll_problem, ll_optimum, name, settings, rel):
+    result = _fit(ll_problem, name, C=LL_C, **settings)
+    primal = log_linear_primal(ll_problem, LL_C * result.weights, LL_C)
+    assert primal == pytest.approx(ll_optimum, rel=rel)
+    assert result.final.primal == pytest.approx(primal, rel=1e-9)  # the records report the same objective
+    for r in result.records:
+        assert r.primal >= ll_optimum * (1 - 1e-9)
+        if r.dual is not None:
+            assert -r.dual <= ll_optimum * (1 + 1e-9)  # weak duality at every record
+
+
+def test_sgd_without_averaging_and_automatic_eta0_moves_toward_the_optimum(ll_problem, ll_optimum):
+    result = _fit(ll_problem, "sgd", C=LL_C, max_passes=5)
+    assert float(result.state["eta0"]) in (1.0, 0.1, 0.01, 0.001, 0.0001)
+    primals = [r.primal for r in result.records]
+    assert primals[-1] < 0.5 * primals[0]
+    assert primals[-1] > ll_optimum
+
+
+def test_lazy_iterate_averaging_equals_the_explicit_mean(ll_problem):
+    from training.primal import _SGDRun
+
+    n = ll_problem.features.n_examples
+    run = _SGDRun(ll_problem, np.zeros(ll_problem.features.n_features), 100.0, 1.0, average=True)
+    iterates = []
+    for step, i in enumerate(np.random.default_rng(0).integers(0, n, size=3 * n)):
+        run.step(int(i))
+        if step + 1 > n:
+            iterates.append(run.a * run.v)
+    assert run.count == len(iterates)
+    np.testing.assert_allclose(run.weights(), np.mean(iterates, axis=0), rtol=1e-9, atol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def mm_runs(mm_problem):
+    return {
+        "eg-mm": _fit(mm_problem, "eg-mm", C=MM_C, max_passes=400, tol=1e-3),
+        "bcfw": _fit(mm_problem, "bcfw", C=MM_C, max_passes=400, tol=1e-3),
+        "cutting-plane": _fit(mm_problem, "cutting-plane", C=MM_C, max_passes=400, tol=1e-4),
+        "eg-mm-batch": _fit(mm_problem, "eg-mm-batch", C=MM_C, max_passes=60, tol=1e-4),
+    }
+
+
+def test_max_margin_gaps_close_and_trainers_agree(mm_problem, mm_runs):
+    at_C = [r for run in mm_runs.values() for r in run.records if r.C == MM_C]  # annealed EG starts at 10 C
+    lower = max(-r.dual for r in at_C if r.dual is not None)
+    upper = min(r.primal for r in at_C)
+    assert lower <= upper * (1 + 1e-9)
+    assert (upper - lower) / upper < 1e-4  # the optimum is pinned down
+    for name, tol in (("eg-mm", 1e-3), ("bcfw", 1e-3), ("cutting-plane", 1e-4)):
+        run = mm_runs[name]
+        assert run.converged and run.final.C == MM_C, name
+        assert run.final.rel_gap <= tol
+        primal = max_margin_primal(mm_problem, run.weights, MM_C)
+        assert primal == pytest.approx(run.final.primal, rel=1e-9)
+        assert (primal - lower) / lower <= tol, name
+    batch = mm_runs["eg-mm-batch"]
+    assert batch.final.rel_gap < 1e-2  # batch EG moves every example at once with one rate: slower
+
+
+def test_weak_duality_at_every_record_and_eg_duals_never_increase(mm_runs):
+    for name, run in mm_runs.items():
+        duals = [(r.C, r.dual) for r in run.records if r.dual is not None]
+        for r in run.records:
+            if r.dual is not None:
+                assert r.primal >= -r.dual - 1e-9 * abs(r.primal), name
+        if name.startswith("eg") or name == "bcfw":
+            # monotone while C stays the same (annealed EG changes C in its first passes)
+            assert all(b <= a + 1e-9 * abs(a) for (ca, a), (cb, b) in zip(duals, duals[1:]) if ca == cb), name
+
+
+def test_every_accepted_max_margin_step_decreases_the_dual_recomputed_from_scratch(mm_problem):
+    pf = mm_problem.features
+    run = _EGRun(mm_problem, EGConfig(C=MM_C, anneal=False), "mm")
+
+    def dual_from_scratch():
+        W = np.zeros(pf.n_features)
+        lin = 0.0
+        for i in range(pf.n_examples):
+            lo, hi = pf.parts(i)
+            _, mu = mm_problem.marginals(i, run.theta[lo:hi])
+            lin -= float(mu @ mm_problem.loss[lo:hi])
+            pf.scatter(lo, hi, mm_problem.gold[lo:hi] - mu, W)
+        np.testing.assert_allclose(W, run.W, atol=1e-8)
+        return lin + float(W @ W) / (2 * MM_C)
+
+    before = dual_from_scratch()
+    accepted = 0
+    for i in np.random.default_rng(3).integers(0, pf.n_examples, size=30):
+        if run.visit(int(i)):
+            accepted += 1
+            after = dual_from_scratch()
+            assert after < before + 1e-9 * abs(before)
+            before = after
+    assert accepted > 15
+
+
+def test_the_max_margin_oracle_is_loss_augmented(mm_problem):
+    calls = []
+
+    class Spy:
+        features = mm_problem.features
+        gold = mm_problem.gold
+        loss = mm_problem.loss
+
+        def argmax(self, i, theta):
+            calls.append((i, theta.copy()))
+            return mm_problem.argmax(i, theta)
+
+    w = np.random.default_rng(0).normal(scale=0.1, size=mm_problem.features.n_features)
+    for i, lo, hi, s, z in loss_augmented_examples(Spy(), w):
+        np.testing.assert_allclose(calls[-1][1], s + mm_problem.loss[lo:hi])
+        # the loss-augmented structure scores at least as high as the gold one under s + e
+        assert z @ (s + mm_problem.loss[lo:hi]) >= mm_problem.gold[lo:hi] @ s - 1e-9
+    assert len(calls) == mm_problem.features.n_examples
+    # at w = 0 the most violated tree gets every arc wrong (loss n) where one exists
+    assert max_margin_primal(mm_problem, np.zeros_like(w), MM_C) == pytest.approx(
+        sum(float(mm_problem.argmax(i, mm_problem.loss[slice(*mm_problem.features.parts(i))])
+                  @ mm_problem.loss[slice(*mm_problem.features.parts(i))]) for i in range(mm_problem.features.n_examples)))
+
+
+def test_simplex_qp_matches_a_brute_force_solution():
+    rng = np.random.default_rng(5)
+    A = rng.normal(size=(5, 3))
+    G = A @ A.T
+    b = rng.uniform(0, 2, size=5)
+    alpha = np.zeros(5)
+    alpha[0] = 1.0
+    simplex_qp(G, b, 1.5, alpha, 1e-12, 100000)
+    assert alpha.min() >= 0 and alpha.sum() == pytest.approx(1.0)
+
+    def D(a):
+        return b @ a - a @ G @ a / 3.0
+
+    res = minimize(lambda a: -D(a), np.full(5, 0.2), method="SLSQP", bounds=[(0, 1)] * 5,
+                   constraints=[{"type": "eq", "fun": lambda a: a.sum() - 1}], options={"ftol": 1e-14})
+    assert D(alpha) >= -res.fun - 1e-8
+
+
+def test_warm_started_path_needs_fewer_iterations_than_cold_starts(ll_problem):
+    Cs = parse_c_path("100:0.5:3")
+    assert Cs == pytest.approx([100, 50, 25])
+    points = regularization_path(ll_problem, get_trainer("eg-ll"), Cs, tol=1e-3, max_passes=100)
+    assert all(p.converged for p in points)
+    assert points[-1].total_eff_iters == pytest.approx(sum(p.eff_iters for p in points))
+    cold = _fit(ll_problem, "eg-ll", C=25.0, tol=1e-3, max_passes=100, anneal=False)
+    assert points[-1].eff_iters < cold.final.eff_iters
+    with pytest.raises(ValueError, match="START:FACTOR:COUNT"):
+        parse_c_path("100:0.5")
+    with pytest.raises(ValueError):
+        parse_c_path("100:2:3")
+
+
+def test_registry_configs_reject_settings_they_do_not_have():
+    assert set(TRAINERS) == {"eg-ll", "eg-ll-batch", "eg-mm", "eg-mm-batch", "lbfgs", "sgd", "cutting-plane", "bcfw"}
+    with pytest.raises(ValueError, match="has no setting order"):
+        make_config(get_trainer("lbfgs"), C=1.0, order="cyclic")
+    with pytest.raises(ValueError, match="unknown trainer"):
+        get_trainer("svm")

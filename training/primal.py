@@ -1,0 +1,232 @@
+"""The primal baselines for the log-linear objective: L-BFGS and SGD.
+
+Both minimise the log-linear primal sum_i [log Z_i(w) - w . phi(x_i, y_i)]
++ C/2 ||w||^2 directly, with gradients from the problem's marginals; they
+have no dual, so their records carry the primal only.  They are the
+comparison of Collins et al. (2008), Sec. 7.1.3 (SGD) and 7.1.4 (L-BFGS).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from training.problem import StructuredProblem, log_linear_gradient, log_linear_primal
+from training.records import Callback, DevScorer, Recorder, TrainResult
+
+
+def _check(C: float, max_passes: int, max_seconds: float | None) -> None:
+    if not C > 0:
+        raise ValueError(f"C must be positive, not {C}")
+    if max_passes < 0:
+        raise ValueError(f"the pass limit must be >= 0, not {max_passes}")
+    if max_seconds is not None and not max_seconds > 0:
+        raise ValueError(f"the time limit must be positive, not {max_seconds}")
+
+
+def _start(problem: StructuredProblem, state: dict | None) -> np.ndarray:
+    d = problem.features.n_features
+    w = np.zeros(d) if not state or state.get("w") is None else np.array(state["w"], dtype=np.float64)
+    if w.shape != (d,):
+        raise ValueError(f"warm-start w has shape {w.shape}, expected ({d},)")
+    return w
+
+
+@dataclass(frozen=True)
+class LBFGSConfig:
+    """Settings of L-BFGS on the log-linear primal.
+
+    ``max_passes`` bounds the L-BFGS iterations; ``tol`` is scipy's
+    ``ftol`` (relative decrease of the objective between iterations).
+    """
+
+    C: float = 20.0
+    max_passes: int = 500
+    tol: float = 1e-10
+    memory: int = 10
+    max_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        _check(self.C, self.max_passes, self.max_seconds)
+        if not self.tol >= 0 or self.memory < 1:
+            raise ValueError("tol must be >= 0 and memory >= 1")
+
+
+def fit_lbfgs(problem: StructuredProblem, *, config: LBFGSConfig = LBFGSConfig(), dev: DevScorer | None = None,
+              callbacks: tuple[Callback, ...] = (), state: dict | None = None) -> TrainResult:
+    """scipy's L-BFGS-B on the log-linear primal (Collins et al. 2008, Sec. 7.1.4).
+
+    Every evaluation of the objective and gradient is one effective
+    iteration (n examples' marginals); a record is written after every
+    L-BFGS iteration, at the iterate scipy accepted.
+    """
+    from scipy.optimize import minimize
+
+    C = config.C
+    rec = Recorder(problem.features.n_examples, dev, callbacks)
+    n = problem.features.n_examples
+    w0 = _start(problem, state)
+    last = {}
+
+    def fun(w):
+        rec.visits += n
+        value, grad = log_linear_gradient(problem, w, C)
+        last["value"] = value
+        return value, grad
+
+    clock = [time.perf_counter()]
+    value0, _ = fun(w0)
+    rec.seconds += time.perf_counter() - clock[0]
+    rec.record(0, w0, value0, C=C)
+    iterations = [0]
+    converged = [False]
+
+    def callback(intermediate_result):
+        rec.seconds += time.perf_counter() - clock[0]
+        iterations[0] += 1
+        rec.record(iterations[0], intermediate_result.x, float(intermediate_result.fun), C=C)
+        clock[0] = time.perf_counter()
+        if config.max_seconds is not None and rec.seconds >= config.max_seconds:
+            raise StopIteration
+
+    clock[0] = time.perf_counter()
+    result = minimize(fun, w0, jac=True, method="L-BFGS-B", callback=callback,
+                      options={"maxiter": config.max_passes, "ftol": config.tol, "gtol": 1e-12,
+                               "maxcor": config.memory, "maxfun": 50 * max(config.max_passes, 1)})
+    w = np.asarray(result.x, dtype=np.float64)
+    converged[0] = bool(result.success) and result.nit < config.max_passes
+    return TrainResult(weights=w, records=rec.records, converged=converged[0], state={"w": w})
+
+
+@dataclass(frozen=True)
+class SGDConfig:
+    """Settings of SGD on the log-linear primal.
+
+    The rate is eta_t = eta0 / (1 + t / n) after t updates (LeCun et al.
+    1998, as in Collins et al. 2008, Sec. 7.1.3).  ``eta0=None`` picks it
+    from ``eta0_grid`` by one pass each from the start point, keeping the
+    best dev score (or the lowest primal without dev data).  ``average``
+    returns the running mean of the iterates from the second pass on
+    (Polyak-Ruppert averaging; the first pass is far from the optimum).
+    """
+
+    C: float = 20.0
+    max_passes: int = 60
+    eta0: float | None = None
+    eta0_grid: tuple[float, ...] = (1.0, 0.1, 0.01, 0.001, 0.0001)
+    average: bool = False
+    seed: int = 0
+    max_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        _check(self.C, self.max_passes, self.max_seconds)
+        if self.eta0 is not None and not self.eta0 > 0:
+            raise ValueError(f"eta0 must be positive, not {self.eta0}")
+        if not self.eta0_grid or min(self.eta0_grid) <= 0:
+            raise ValueError("eta0_grid must hold positive rates")
+
+
+@njit(cache=True)
+def _sparse_sgd_update(v, ids, vals, count, step, P, B):
+    """v[ids] -= step * vals; the iterate sum S = P + B v is kept unchanged (P[ids] += B step vals)."""
+    for k in range(count):
+        j = ids[k]
+        d = step * vals[k]
+        v[j] -= d
+        P[j] += B * d
+
+
+class _SGDRun:
+    """w = a v with a scalar a (so the L2 shrinkage is O(1)); the sum of the
+    iterates is P + B v, updated sparsely (Bottou-style lazy averaging)."""
+
+    def __init__(self, problem: StructuredProblem, w0: np.ndarray, C: float, eta0: float, average: bool):
+        self.problem, self.C, self.eta0, self.average = problem, C, eta0, average
+        self.pf = problem.features
+        self.v = w0.copy()
+        self.a = 1.0
+        self.P = np.zeros_like(w0) if average else np.zeros(1)
+        self.B = 0.0
+        self.count = 0
+        self.t = 0
+
+    def weights(self) -> np.ndarray:
+        if self.average and self.count:
+            return (self.P + self.B * self.v) / self.count
+        return self.a * self.v
+
+    def _fold(self) -> None:
+        """Absorb a into v (and B v into P) while a is still near 1 (a dense step, rare)."""
+        if self.average:
+            self.P += self.B * self.v
+            self.B = 0.0
+        self.v *= self.a
+        self.a = 1.0
+
+    def step(self, i: int) -> None:
+        pf, problem = self.pf, self.problem
+        n = pf.n_examples
+        eta = self.eta0 / (1.0 + self.t / n)
+        lo, hi = pf.parts(i)
+        s = self.a * pf.scores(lo, hi, self.v)
+        _, mu = problem.marginals(i, s)
+        ids, vals, _, _ = pf.sparse_delta(lo, hi, mu - problem.gold[lo:hi], self.v)
+        # Shrink for the C/(2n) ||w||^2 share of example i: the implicit (proximal)
+        # form 1 / (1 + eta C / n), stable for any eta, equal to 1 - eta C / n to first order.
+        self.a /= 1.0 + eta * self.C / n
+        if self.a < 1e-3:  # keep v and P within a few orders of w (precision of the sums)
+            self._fold()
+        P = self.P if self.average else np.zeros(1)
+        _sparse_sgd_update(self.v, ids, vals, ids.shape[0], eta / self.a, P,
+                           self.B if self.average else 0.0)
+        self.t += 1
+        if self.average and self.t > self.pf.n_examples:  # average from the second pass on
+            self.B += self.a
+            self.count += 1
+
+    def run_pass(self, rng: np.random.Generator) -> None:
+        for i in rng.permutation(self.pf.n_examples):
+            self.step(int(i))
+
+
+def fit_sgd(problem: StructuredProblem, *, config: SGDConfig = SGDConfig(), dev: DevScorer | None = None,
+            callbacks: tuple[Callback, ...] = (), state: dict | None = None) -> TrainResult:
+    """SGD on the log-linear primal (Collins et al. 2008, Sec. 7.1.3), one update per example:
+    w <- w - eta_t d/dw [-log p(y_i | x_i; w) + C/(2n) ||w||^2], examples in a fresh random order each pass.
+
+    The passes spent choosing eta0 are not counted in the records (as in the
+    paper); the chosen rate is returned in ``state["eta0"]``.
+    """
+    C = config.C
+    w0 = _start(problem, state)
+    eta0 = config.eta0
+    if eta0 is None:
+        best = None
+        for cand in config.eta0_grid:
+            trial = _SGDRun(problem, w0, C, cand, config.average)
+            trial.run_pass(np.random.default_rng(config.seed))
+            w = trial.weights()
+            score = -dev(w) if dev is not None else log_linear_primal(problem, C * w, C)
+            if np.isfinite(score) and (best is None or score < best[0]):
+                best = (score, cand)
+        if best is None:
+            raise ValueError("SGD diverged for every eta0 tried")
+        eta0 = best[1]
+    run = _SGDRun(problem, w0, C, eta0, config.average)
+    rng = np.random.default_rng(config.seed)
+    rec = Recorder(problem.features.n_examples, dev, callbacks)
+    rec.record(0, w0, log_linear_primal(problem, C * w0, C), C=C)
+    for p in range(1, config.max_passes + 1):
+        if config.max_seconds is not None and rec.seconds >= config.max_seconds:
+            break
+        start = time.perf_counter()
+        run.run_pass(rng)
+        rec.seconds += time.perf_counter() - start
+        rec.visits += problem.features.n_examples
+        w = run.weights()
+        rec.record(p, w, log_linear_primal(problem, C * w, C), C=C)
+    w = run.weights()
+    return TrainResult(weights=w, records=rec.records, converged=False, state={"w": w, "eta0": np.array(eta0)})
