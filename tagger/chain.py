@@ -1,0 +1,422 @@
+"""Linear-chain dynamic programs: Viterbi, loss-augmented Viterbi, forward-backward.
+
+A first-order Markov chain over labels is the MRF of Bartlett et al. (2004),
+Sec. 2.1, Example 1, with the nodes (one label per token) and the edges
+between consecutive tokens as cliques; Collins et al. (2008), Sec. 4, need
+from it the log partition function and the part marginals (log-linear EG)
+and the best labelling under scores plus a per-part loss (max-margin EG).
+
+Parts convention
+----------------
+For a sentence of n >= 1 tokens and L >= 1 labels, all float64 log scores:
+
+* ``emissions`` (n, L): score of label y at token t;
+* ``transitions`` (L, L): score of label a at t - 1 followed by b at t,
+  indexed ``[a, b]``, the same at every position;
+* ``start`` (L,): score of the first label; ``stop`` (L,): of the last.
+
+The score of a labelling y_0..y_{n-1} is
+``start[y_0] + sum_t emissions[t, y_t] + sum_{t>=1} transitions[y_{t-1}, y_t] + stop[y_{n-1}]``.
+Emissions must be finite; transitions, start and stop may hold -inf for a
+forbidden choice (never NaN or +inf).  A labelling is an int64 array of
+length n with values in 0..L-1.
+
+The charts (alpha, beta) are kept in log space, so long sentences never
+overflow or underflow.  Each step factors the maxima out and sums
+exp(shifted chart) * exp(transitions - max) as plain products (L^2
+multiply-adds, O(L) exps per position instead of L^2); wherever a
+scaled sum is small enough that terms may have underflowed, that entry is
+recomputed exactly as a log-sum-exp, so scores of magnitude 1e3 stay exact.
+No ``fastmath``: the charts use -inf.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = ["forward_backward", "log_partition", "path_score", "viterbi", "viterbi_augmented", "hamming_cost"]
+
+
+# ---------------------------------------------------------------------------
+# Kernels
+# ---------------------------------------------------------------------------
+
+
+# A scaled sum below this may have lost terms to underflow: recompute it exactly in log space.
+_TINY = 1e-240
+# Largest log of the rescaling factor of an edge block before it is recomputed exactly.
+_MAX_SHIFT = 30.0
+
+
+@numba.njit(cache=True)
+def _exp_transitions(transitions):
+    """(E, top): E[a, b] = exp(transitions[a, b] - top) with top the largest finite entry (0 if none)."""
+    L = transitions.shape[0]
+    top = -np.inf
+    for a in range(L):
+        for b in range(L):
+            if transitions[a, b] > top:
+                top = transitions[a, b]
+    if top == -np.inf:
+        top = 0.0
+    E = np.empty((L, L))
+    for a in range(L):
+        for b in range(L):
+            E[a, b] = np.exp(transitions[a, b] - top)
+    return E, top
+
+
+@numba.njit(cache=True)
+def _lse_into(prev, transitions, b):
+    """Exact logsum_a (prev[a] + transitions[a, b]) with the maximum factored out."""
+    L = prev.shape[0]
+    m = -np.inf
+    for a in range(L):
+        v = prev[a] + transitions[a, b]
+        if v > m:
+            m = v
+    if m == -np.inf:
+        return m
+    acc = 0.0
+    for a in range(L):
+        acc += np.exp(prev[a] + transitions[a, b] - m)
+    return m + np.log(acc)
+
+
+@numba.njit(cache=True)
+def _lse_from(transitions, a, nxt):
+    """Exact logsum_b (transitions[a, b] + nxt[b]) with the maximum factored out."""
+    L = nxt.shape[0]
+    m = -np.inf
+    for b in range(L):
+        v = transitions[a, b] + nxt[b]
+        if v > m:
+            m = v
+    if m == -np.inf:
+        return m
+    acc = 0.0
+    for b in range(L):
+        acc += np.exp(transitions[a, b] + nxt[b] - m)
+    return m + np.log(acc)
+
+
+@numba.njit(cache=True)
+def _forward(emissions, transitions, start, alpha):
+    """Fill alpha[t, b] = log sum over label prefixes ending in b at t (sum-product).
+
+    alpha[0, b] = start[b] + emissions[0, b];
+    alpha[t, b] = emissions[t, b] + logsum_a (alpha[t - 1, a] + transitions[a, b]).
+
+    The log-sum is computed as m + top + log sum_a exp(alpha[t-1, a] - m) E[a, b]
+    with m = max_a alpha[t - 1, a] and E = exp(transitions - top): L^2
+    multiply-adds and no exp per step.  Where that sum is so small that
+    terms may have underflowed (below ``_TINY``), the entry is recomputed
+    exactly in log space, so huge scores stay exact.
+    """
+    n, L = emissions.shape
+    E, top = _exp_transitions(transitions)
+    scaled = np.empty(L)
+    acc = np.empty(L)
+    for b in range(L):
+        alpha[0, b] = start[b] + emissions[0, b]
+    for t in range(1, n):
+        m = -np.inf
+        for a in range(L):
+            if alpha[t - 1, a] > m:
+                m = alpha[t - 1, a]
+        if m == -np.inf:
+            for b in range(L):
+                alpha[t, b] = -np.inf
+            continue
+        for b in range(L):
+            acc[b] = 0.0
+        for a in range(L):
+            scaled[a] = np.exp(alpha[t - 1, a] - m)
+            if scaled[a] != 0.0:
+                for b in range(L):
+                    acc[b] += scaled[a] * E[a, b]
+        for b in range(L):
+            if acc[b] > _TINY:
+                alpha[t, b] = emissions[t, b] + m + top + np.log(acc[b])
+            else:
+                alpha[t, b] = emissions[t, b] + _lse_into(alpha[t - 1], transitions, b)
+
+
+@numba.njit(cache=True)
+def _backward(emissions, transitions, stop, beta):
+    """Fill beta[t, a] = log sum over label suffixes after label a at t.
+
+    beta[n - 1, a] = stop[a];
+    beta[t, a] = logsum_b (transitions[a, b] + emissions[t + 1, b] + beta[t + 1, b]),
+    scaled like ``_forward`` (with g[b] = emissions[t + 1, b] + beta[t + 1, b]).
+    """
+    n, L = emissions.shape
+    E, top = _exp_transitions(transitions)
+    g = np.empty(L)
+    scaled = np.empty(L)
+    for a in range(L):
+        beta[n - 1, a] = stop[a]
+    for t in range(n - 2, -1, -1):
+        m = -np.inf
+        for b in range(L):
+            g[b] = emissions[t + 1, b] + beta[t + 1, b]
+            if g[b] > m:
+                m = g[b]
+        if m == -np.inf:
+            for a in range(L):
+                beta[t, a] = -np.inf
+            continue
+        for b in range(L):
+            scaled[b] = np.exp(g[b] - m)
+        for a in range(L):
+            acc = 0.0
+            for b in range(L):
+                acc += E[a, b] * scaled[b]
+            if acc > _TINY:
+                beta[t, a] = m + top + np.log(acc)
+            else:
+                beta[t, a] = _lse_from(transitions, a, g)
+
+
+@numba.njit(cache=True)
+def _lse(v):
+    """log sum exp of a 1-D array; -inf if every entry is -inf."""
+    m = -np.inf
+    for x in v:
+        if x > m:
+            m = x
+    if m == -np.inf:
+        return m
+    acc = 0.0
+    for x in v:
+        acc += np.exp(x - m)
+    return m + np.log(acc)
+
+
+@numba.njit(cache=True)
+def _log_partition(emissions, transitions, start, stop):
+    """log Z = logsum_b (alpha[n - 1, b] + stop[b])."""
+    n, L = emissions.shape
+    alpha = np.empty((n, L))
+    _forward(emissions, transitions, start, alpha)
+    last = np.empty(L)
+    for b in range(L):
+        last[b] = alpha[n - 1, b] + stop[b]
+    return _lse(last)
+
+
+@numba.njit(cache=True)
+def _forward_backward(emissions, transitions, start, stop, node, edge, edge_t, per_position):
+    """Marginals by forward-backward (Lafferty et al. 2001; Bartlett et al. 2004, Sec. 2.1).
+
+    node[t, y] = exp(alpha[t, y] + beta[t, y] - log Z);
+    edge[a, b] = sum_{t >= 1} exp(alpha[t-1, a] + transitions[a, b] + g[t, b] - log Z)
+    with g[t, b] = emissions[t, b] + beta[t, b]: the expected number of
+    a -> b transitions; with ``per_position`` also edge_t[t - 1, a, b] for
+    each t (edge_t is (n - 1, L, L), else unused).  Each position's block is
+    the product exp(alpha - x)[a] E[a, b] exp(g - y)[b] exp(x + y + top - log Z)
+    (x, y the maxima), recomputed exactly in log space when the rescaling
+    exponent exceeds ``_MAX_SHIFT`` (then entries could have underflowed).
+    node, edge are overwritten.  Returns log Z.
+    """
+    n, L = emissions.shape
+    alpha = np.empty((n, L))
+    beta = np.empty((n, L))
+    _forward(emissions, transitions, start, alpha)
+    _backward(emissions, transitions, stop, beta)
+    last = np.empty(L)
+    for b in range(L):
+        last[b] = alpha[n - 1, b] + stop[b]
+    log_z = _lse(last)
+    for t in range(n):
+        for y in range(L):
+            node[t, y] = np.exp(alpha[t, y] + beta[t, y] - log_z)
+    E, top = _exp_transitions(transitions)
+    for a in range(L):
+        for b in range(L):
+            edge[a, b] = 0.0
+    g = np.empty(L)
+    ea = np.empty(L)
+    eb = np.empty(L)
+    for t in range(1, n):
+        x = -np.inf
+        y = -np.inf
+        for a in range(L):
+            if alpha[t - 1, a] > x:
+                x = alpha[t - 1, a]
+            g[a] = emissions[t, a] + beta[t, a]
+            if g[a] > y:
+                y = g[a]
+        shift = x + y + top - log_z  # log of the block's rescaling factor
+        exact = x == -np.inf or y == -np.inf or shift > _MAX_SHIFT
+        if not exact:
+            scale = np.exp(shift)
+            for a in range(L):
+                ea[a] = np.exp(alpha[t - 1, a] - x) * scale
+                eb[a] = np.exp(g[a] - y)
+        for a in range(L):
+            for b in range(L):
+                if exact:
+                    p = np.exp(alpha[t - 1, a] + transitions[a, b] + g[b] - log_z)
+                else:
+                    p = ea[a] * E[a, b] * eb[b]
+                edge[a, b] += p
+                if per_position:
+                    edge_t[t - 1, a, b] = p
+    return log_z
+
+
+@numba.njit(cache=True)
+def _viterbi(emissions, transitions, start, stop, path):
+    """Best labelling by Viterbi (max-product); ties go to the smallest label.
+
+    delta[0, b] = start[b] + emissions[0, b];
+    delta[t, b] = emissions[t, b] + max_a (delta[t - 1, a] + transitions[a, b]), back[t, b] = argmax;
+    the last label maximises delta[n - 1, b] + stop[b].  Writes ``path``, returns its score.
+    """
+    n, L = emissions.shape
+    delta = np.empty((n, L))
+    back = np.zeros((n, L), dtype=np.int64)
+    into = np.ascontiguousarray(transitions.T)  # into[b, a] = transitions[a, b]
+    for b in range(L):
+        delta[0, b] = start[b] + emissions[0, b]
+    for t in range(1, n):
+        for b in range(L):
+            best = delta[t - 1, 0] + into[b, 0]
+            arg = 0
+            for a in range(1, L):
+                v = delta[t - 1, a] + into[b, a]
+                if v > best:
+                    best = v
+                    arg = a
+            delta[t, b] = emissions[t, b] + best
+            back[t, b] = arg
+    best = delta[n - 1, 0] + stop[0]
+    arg = 0
+    for b in range(1, L):
+        v = delta[n - 1, b] + stop[b]
+        if v > best:
+            best = v
+            arg = b
+    path[n - 1] = arg
+    for t in range(n - 1, 0, -1):
+        path[t - 1] = back[t, path[t]]
+    return best
+
+
+# ---------------------------------------------------------------------------
+# Validating wrappers
+# ---------------------------------------------------------------------------
+
+
+def _check(emissions: ArrayLike, transitions: ArrayLike, start: ArrayLike, stop: ArrayLike):
+    """float64 contiguous copies of the four score arrays, with shapes and values checked."""
+    e = np.ascontiguousarray(emissions, dtype=np.float64)
+    if e.ndim != 2 or e.shape[0] < 1 or e.shape[1] < 1:
+        raise ValueError(f"emissions must be an (n, L) array with n, L >= 1, not shape {e.shape}")
+    L = e.shape[1]
+    tr = np.ascontiguousarray(transitions, dtype=np.float64)
+    if tr.shape != (L, L):
+        raise ValueError(f"transitions must have shape ({L}, {L}), not {tr.shape}")
+    st = np.ascontiguousarray(start, dtype=np.float64)
+    sp = np.ascontiguousarray(stop, dtype=np.float64)
+    if st.shape != (L,) or sp.shape != (L,):
+        raise ValueError(f"start and stop must have shape ({L},), not {st.shape} and {sp.shape}")
+    if not np.all(np.isfinite(e)):
+        raise ValueError("emissions must be finite")
+    for name, arr in (("transitions", tr), ("start", st), ("stop", sp)):
+        if np.isnan(arr).any() or (arr == np.inf).any():
+            raise ValueError(f"{name} must be finite or -inf (no NaN, no +inf)")
+    return e, tr, st, sp
+
+
+def _check_finite_total(value: float) -> float:
+    if value == -np.inf:
+        raise ValueError("every labelling is forbidden (-inf transitions, start or stop)")
+    return float(value)
+
+
+def log_partition(emissions: ArrayLike, transitions: ArrayLike, start: ArrayLike, stop: ArrayLike) -> float:
+    """log Z: log sum over all L^n labellings of exp(score) (forward algorithm)."""
+    e, tr, st, sp = _check(emissions, transitions, start, stop)
+    return _check_finite_total(_log_partition(e, tr, st, sp))
+
+
+def forward_backward(emissions: ArrayLike, transitions: ArrayLike, start: ArrayLike, stop: ArrayLike,
+                     per_position: bool = False):
+    """log Z and the marginals of the chain distribution p(y) ~ exp(score(y)).
+
+    Returns ``(log_z, node, edge)``: node (n, L) with node[t, y] = p(y_t = y)
+    (each row sums to 1), edge (L, L) with edge[a, b] the expected number of
+    positions t >= 1 with y_{t-1} = a, y_t = b (sums to n - 1).  With
+    ``per_position`` a fourth value, edge_t (n - 1, L, L), holds the
+    marginal of each position's pair (n L^2 floats: for long sentences and
+    many labels, mind the memory).  The start and stop marginals are node[0]
+    and node[n - 1].
+    """
+    e, tr, st, sp = _check(emissions, transitions, start, stop)
+    n, L = e.shape
+    node = np.empty((n, L))
+    edge = np.empty((L, L))
+    edge_t = np.empty((n - 1, L, L) if per_position else (0, 0, 0))
+    log_z = _check_finite_total(_forward_backward(e, tr, st, sp, node, edge, edge_t, per_position))
+    if per_position:
+        return log_z, node, edge, edge_t
+    return log_z, node, edge
+
+
+def viterbi(emissions: ArrayLike, transitions: ArrayLike, start: ArrayLike, stop: ArrayLike) -> tuple[NDArray[np.int64], float]:
+    """The best labelling (int64, length n) and its score; ties go to smaller labels."""
+    e, tr, st, sp = _check(emissions, transitions, start, stop)
+    path = np.empty(e.shape[0], dtype=np.int64)
+    score = _check_finite_total(_viterbi(e, tr, st, sp, path))
+    return path, score
+
+
+def hamming_cost(gold: ArrayLike, n_labels: int) -> NDArray[np.float64]:
+    """The (n, L) node cost of Hamming loss: 1 where the label differs from ``gold``, else 0."""
+    g = np.asarray(gold)
+    if g.ndim != 1 or not np.issubdtype(g.dtype, np.integer):
+        raise ValueError("gold must be a 1-D integer array of labels")
+    if g.size and (g.min() < 0 or g.max() >= n_labels):
+        raise ValueError(f"gold labels must lie in 0..{n_labels - 1}")
+    cost = np.ones((g.shape[0], n_labels))
+    cost[np.arange(g.shape[0]), g] = 0.0
+    return cost
+
+
+def viterbi_augmented(emissions: ArrayLike, transitions: ArrayLike, start: ArrayLike, stop: ArrayLike, *,
+                      gold: ArrayLike | None = None, cost: ArrayLike | None = None) -> tuple[NDArray[np.int64], float]:
+    """Loss-augmented Viterbi: argmax_y score(y) + cost(y) (Collins et al. 2008, Sec. 4, max-margin).
+
+    The cost is a per-node (n, L) array added to the emissions (``cost``),
+    or the Hamming loss against the labelling ``gold`` (+1 per position whose
+    label differs); exactly one of the two.  Returns the labelling and its
+    augmented score score(y) + cost(y).
+    """
+    e, tr, st, sp = _check(emissions, transitions, start, stop)
+    if (gold is None) == (cost is None):
+        raise ValueError("give exactly one of gold (Hamming loss) and cost (an (n, L) node cost)")
+    if gold is not None:
+        if np.asarray(gold).shape != (e.shape[0],):
+            raise ValueError(f"gold must have one label per token ({e.shape[0]}), not shape {np.asarray(gold).shape}")
+        c = hamming_cost(gold, e.shape[1])
+    else:
+        c = np.asarray(cost, dtype=np.float64)
+        if c.shape != e.shape:
+            raise ValueError(f"cost must have the shape of the emissions {e.shape}, not {c.shape}")
+        if not np.all(np.isfinite(c)):
+            raise ValueError("cost must be finite")
+    return viterbi(e + c, tr, st, sp)
+
+
+def path_score(emissions: ArrayLike, transitions: ArrayLike, start: ArrayLike, stop: ArrayLike,
+               path: ArrayLike) -> float:
+    """score(y) of one labelling (see the module docstring)."""
+    e, tr, st, sp = _check(emissions, transitions, start, stop)
+    y = np.asarray(path, dtype=np.int64)
+    if y.shape != (e.shape[0],) or y.min() < 0 or y.max() >= e.shape[1]:
+        raise ValueError("path must hold one label in 0..L-1 per token")
+    return float(st[y[0]] + e[np.arange(len(y)), y].sum() + tr[y[:-1], y[1:]].sum() + sp[y[-1]])

@@ -1,0 +1,195 @@
+"""The Tagger model: an inner sequence model (CRF or maxent) + the column it fills; tag, save, load.
+
+An inner model implements :class:`SequenceModel`; the CRF's is
+:class:`tagger.crf.CRFModel`, the maxent tagger's ``tagger.maxent.MaxentModel``
+(looked up only when a maxent model is loaded).
+
+A model file is one ``.npz`` read with ``allow_pickle=False`` (loading never
+runs code) holding the inner model's arrays and ``meta``: UTF-8 JSON with the
+format version, the kind ``egnlp-tagger``, the inner kind (``crf`` or
+``maxent``), the label column (``pos`` or ``chunk``), the inner model's own
+metadata and the training information.  It is written to a temporary file
+and renamed (:func:`parser.model.write_npz_atomic`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+
+from corpora import Sentence
+from parser.model import ModelError, read_npz, write_npz_atomic
+from tagger.text import sentences_and_tokens
+
+FORMAT_VERSION = 1
+MODEL_KIND = "egnlp-tagger"
+COLUMNS = ("pos", "chunk")
+
+__all__ = ["COLUMNS", "FORMAT_VERSION", "MODEL_KIND", "ModelError", "SequenceModel", "Tagger"]
+
+
+class SequenceModel(Protocol):
+    """What a Tagger needs of its inner model."""
+
+    kind: str  # "crf" or "maxent"
+    labels: list[str]
+    use_pos: bool  # reads POS tags as input (chunking)
+
+    def predict(self, tokens_list: list[list[str]], pos_list: list[list[str]] | None = None) -> list[list[str]]: ...
+
+    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict]: ...
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], meta: dict) -> "SequenceModel": ...
+
+
+def _inner_class(kind: str) -> type:
+    """The inner model class of ``kind``; the maxent module is imported only when needed."""
+    if kind == "crf":
+        from tagger.crf import CRFModel
+        return CRFModel
+    if kind == "maxent":
+        try:
+            return importlib.import_module("tagger.maxent").MaxentModel
+        except (ImportError, AttributeError):
+            raise ModelError("this egnlp has no maxent tagger (tagger.maxent.MaxentModel)") from None
+    raise ModelError(f"unknown tagger model kind {kind!r} (known: crf, maxent)")
+
+
+class Tagger:
+    """A POS tagger or chunker over tokens, raw text or corpora.
+
+    ``column`` is the label column the model predicts: ``"pos"`` or
+    ``"chunk"`` (default: ``"chunk"`` when the model reads POS tags).
+    """
+
+    def __init__(self, model: SequenceModel, column: str | None = None, info: dict[str, Any] | None = None):
+        column = column or ("chunk" if model.use_pos else "pos")
+        if column not in COLUMNS:
+            raise ValueError(f"column must be one of {', '.join(COLUMNS)}, not {column!r}")
+        self.model = model
+        self.column = column
+        self.info = dict(info or {})
+
+    @property
+    def kind(self) -> str:
+        return self.model.kind
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.model.labels)
+
+    @property
+    def use_pos(self) -> bool:
+        return self.model.use_pos
+
+    def __repr__(self) -> str:
+        return f"Tagger(kind={self.kind!r}, column={self.column!r}, labels={len(self.labels)})"
+
+    # -- tagging -------------------------------------------------------------
+
+    def _pos_for(self, tokens_list: list[list[str]], pos_list, pos_tagger: "Tagger | None"):
+        if not self.use_pos:
+            return None
+        if pos_list is not None:
+            return pos_list
+        if pos_tagger is None:
+            raise ValueError("this chunker reads POS tags: pass pos=... or pos_tagger=<a POS Tagger>")
+        if pos_tagger.column != "pos" or pos_tagger.use_pos:
+            raise ValueError("pos_tagger must be a POS tagger (column 'pos', reading words only)")
+        return pos_tagger.predict(tokens_list)
+
+    def predict(self, tokens_list: Sequence[Sequence[str]], pos_list: Sequence[Sequence[str]] | None = None,
+                *, pos_tagger: "Tagger | None" = None) -> list[list[str]]:
+        """Labels of many tokenised sentences (empty sentences give empty lists)."""
+        tokens_list = [list(t) for t in tokens_list]
+        pos_list = self._pos_for(tokens_list, pos_list, pos_tagger)
+        keep = [s for s, t in enumerate(tokens_list) if t]
+        out: list[list[str]] = [[] for _ in tokens_list]
+        if keep:
+            pos_kept = [list(pos_list[s]) for s in keep] if pos_list is not None else None
+            for s, labels in zip(keep, self.model.predict([tokens_list[s] for s in keep], pos_kept)):
+                out[s] = list(labels)
+        return out
+
+    def tag_tokens(self, tokens: Sequence[str], pos: Sequence[str] | None = None, *,
+                   pos_tagger: "Tagger | None" = None) -> list[str]:
+        """The labels of one tokenised sentence."""
+        return self.predict([tokens], [pos] if pos is not None else None, pos_tagger=pos_tagger)[0]
+
+    def tag_sentences(self, text: str, *, pos_tagger: "Tagger | None" = None) -> list[list[tuple[str, str]]]:
+        """Split raw ``text`` into sentences and tokens (:mod:`tagger.text`) and tag each sentence."""
+        tokens_list = sentences_and_tokens(text)
+        labels = self.predict(tokens_list, pos_tagger=pos_tagger)
+        return [list(zip(toks, labs)) for toks, labs in zip(tokens_list, labels)]
+
+    def tag(self, text: str, *, pos_tagger: "Tagger | None" = None) -> list[tuple[str, str]]:
+        """(word, tag) pairs of raw ``text``, all sentences concatenated in order."""
+        return [pair for sent in self.tag_sentences(text, pos_tagger=pos_tagger) for pair in sent]
+
+    def marginals(self, tokens: Sequence[str], pos: Sequence[str] | None = None, *,
+                  as_array: bool = False) -> list[dict[str, float]] | np.ndarray:
+        """p(label | sentence) of every token (CRF models only).
+
+        A list with one ``{label: probability}`` dict per token, or with
+        ``as_array`` an (n, L) array whose columns follow :attr:`labels`.
+        """
+        fn = getattr(self.model, "marginals", None)
+        if fn is None:
+            raise ValueError(f"a {self.kind} tagger gives no sequence marginals; only CRF taggers do")
+        if self.use_pos and pos is None:
+            raise ValueError("this chunker reads POS tags: pass pos=...")
+        probs = np.asarray(fn(list(tokens), list(pos) if pos is not None else None))
+        if as_array:
+            return probs
+        labels = self.labels
+        return [dict(zip(labels, map(float, row))) for row in probs]
+
+    def tag_corpus(self, sentences: Sequence[Sentence]) -> list[Sentence]:
+        """Copies of ``sentences`` with the predicted column (POS, or chunks read from their POS)."""
+        pos_list = [s.pos for s in sentences] if self.use_pos else None
+        labels = self.predict([s.forms for s in sentences], pos_list)
+        if self.column == "pos":
+            return [s.with_tags(pos=lab) for s, lab in zip(sentences, labels)]
+        return [s.with_tags(chunks=lab) for s, lab in zip(sentences, labels)]
+
+    # -- files ---------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        arrays, inner_meta = self.model.to_arrays()
+        if "meta" in arrays:
+            raise ValueError("an inner model may not name an array 'meta'")
+        meta = {
+            "kind": MODEL_KIND,
+            "format_version": FORMAT_VERSION,
+            "model": self.kind,
+            "column": self.column,
+            "inner": inner_meta,
+            "info": self.info,
+        }
+        write_npz_atomic(path, arrays, meta)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> "Tagger":
+        arrays, meta = read_npz(path, MODEL_KIND, FORMAT_VERSION)
+        try:
+            kind, column, inner = meta["model"], meta["column"], meta["inner"]
+        except KeyError as exc:
+            raise ModelError(f"{path}: inconsistent model file (no {exc.args[0]!r} in its metadata)") from None
+        if column not in COLUMNS:
+            raise ModelError(f"{path}: unknown label column {column!r} (known: {', '.join(COLUMNS)})")
+        try:
+            inner_cls = _inner_class(kind)
+        except ModelError as exc:
+            raise ModelError(f"{path}: {exc}") from None
+        try:
+            model = inner_cls.from_arrays(arrays, inner)
+        except (KeyError, ValueError, TypeError, IndexError, UnicodeDecodeError) as exc:
+            detail = f"missing {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+            raise ModelError(f"{path}: inconsistent model file ({detail})") from None
+        if getattr(model, "kind", None) != kind:
+            raise ModelError(f"{path}: inconsistent model file (inner kind {kind!r} built a {model.kind!r} model)")
+        return cls(model, column, meta.get("info"))

@@ -1,0 +1,180 @@
+"""Chain kernels against brute-force enumeration of every labelling.
+
+For n <= 5 tokens and L <= 4 labels all L^n labellings are enumerated:
+log Z, node and edge marginals, Viterbi and loss-augmented Viterbi must
+agree with the kernels; marginals must be the derivatives of log Z; long
+sentences with large scores must stay finite.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tagger.chain import (forward_backward, hamming_cost, log_partition, path_score, viterbi,
+                          viterbi_augmented)
+
+
+def random_chain(rng, n, L, scale=2.0):
+    return (rng.normal(scale=scale, size=(n, L)), rng.normal(scale=scale, size=(L, L)),
+            rng.normal(scale=scale, size=L), rng.normal(scale=scale, size=L))
+
+
+def brute_force(e, tr, st, sp, cost=None):
+    """log Z, node marginals, summed edge marginals, per-position edge marginals, best path, best augmented path."""
+    n, L = e.shape
+    paths = np.array(list(itertools.product(range(L), repeat=n)))
+    scores = np.array([path_score(e, tr, st, sp, y) for y in paths])
+    log_z = np.logaddexp.reduce(scores)
+    p = np.exp(scores - log_z)
+    node = np.zeros((n, L))
+    edge_t = np.zeros((max(n - 1, 0), L, L))
+    for y, py in zip(paths, p):
+        node[np.arange(n), y] += py
+        for t in range(1, n):
+            edge_t[t - 1, y[t - 1], y[t]] += py
+    best = paths[int(np.argmax(scores))]
+    best_aug = None
+    if cost is not None:
+        aug = scores + np.array([cost[np.arange(n), y].sum() for y in paths])
+        best_aug = (paths[int(np.argmax(aug))], float(aug.max()))
+    return log_z, node, edge_t.sum(axis=0), edge_t, (best, float(scores.max())), best_aug
+
+
+CASES = [(n, L, seed) for n in (1, 2, 3, 5) for L in (1, 2, 4) for seed in (0, 1) if L ** n <= 1024]
+
+
+@pytest.mark.parametrize("n,L,seed", CASES)
+def test_against_brute_force(n, L, seed):
+    rng = np.random.default_rng(seed * 100 + n * 10 + L)
+    e, tr, st, sp = random_chain(rng, n, L)
+    gold = rng.integers(0, L, size=n)
+    cost = hamming_cost(gold, L)
+    log_z, node, edge, edge_t, (best, best_score), (aug_path, aug_score) = brute_force(e, tr, st, sp, cost)
+
+    assert log_partition(e, tr, st, sp) == pytest.approx(log_z, rel=1e-12, abs=1e-12)
+    z, mu, mu_e, mu_t = forward_backward(e, tr, st, sp, per_position=True)
+    assert z == pytest.approx(log_z, rel=1e-12, abs=1e-12)
+    np.testing.assert_allclose(mu, node, atol=1e-12)
+    np.testing.assert_allclose(mu_e, edge, atol=1e-12)
+    np.testing.assert_allclose(mu_t, edge_t, atol=1e-12)
+    np.testing.assert_allclose(mu.sum(axis=1), 1.0)
+    assert mu_e.sum() == pytest.approx(n - 1)
+
+    path, score = viterbi(e, tr, st, sp)
+    np.testing.assert_array_equal(path, best)
+    assert score == pytest.approx(best_score)
+    assert score <= z + 1e-12
+
+    path, score = viterbi_augmented(e, tr, st, sp, gold=gold)
+    assert score == pytest.approx(aug_score)
+    np.testing.assert_array_equal(path, aug_path)
+    assert score == pytest.approx(path_score(e, tr, st, sp, path) + float((path != gold).sum()))
+    cost2 = rng.uniform(0, 3, size=(n, L))
+    path2, score2 = viterbi_augmented(e, tr, st, sp, cost=cost2)
+    _, _, _, _, _, (ref2, ref_score2) = brute_force(e, tr, st, sp, cost2)
+    assert score2 == pytest.approx(ref_score2)
+    np.testing.assert_array_equal(path2, ref2)
+
+
+def test_forbidden_transitions_get_zero_marginals():
+    rng = np.random.default_rng(3)
+    e, tr, st, sp = random_chain(rng, 4, 3)
+    tr[0, 1] = -np.inf
+    st[2] = -np.inf
+    log_z, node, edge, edge_t, (best, _), _ = brute_force(e, tr, st, sp)
+    z, mu, mu_e = forward_backward(e, tr, st, sp)
+    assert z == pytest.approx(log_z)
+    np.testing.assert_allclose(mu, node, atol=1e-12)
+    np.testing.assert_allclose(mu_e, edge, atol=1e-12)
+    assert mu_e[0, 1] == 0.0 and mu[0, 2] == 0.0
+    np.testing.assert_array_equal(viterbi(e, tr, st, sp)[0], best)
+
+
+def test_marginals_are_derivatives_of_log_z():
+    rng = np.random.default_rng(7)
+    e, tr, st, sp = random_chain(rng, 6, 3)
+    _, node, edge = forward_backward(e, tr, st, sp)
+    h = 1e-6
+    for arr, mu in ((e, node), (tr, edge), (st, node[0]), (sp, node[-1])):
+        for idx in np.ndindex(arr.shape):
+            old = arr[idx]
+            arr[idx] = old + h
+            up = log_partition(e, tr, st, sp)
+            arr[idx] = old - h
+            down = log_partition(e, tr, st, sp)
+            arr[idx] = old
+            assert (up - down) / (2 * h) == pytest.approx(mu[idx], abs=1e-7)
+
+
+def test_long_sentence_with_large_scores_stays_finite():
+    rng = np.random.default_rng(11)
+    n, L = 150, 5
+    e, tr, st, sp = random_chain(rng, n, L, scale=1e3)
+    log_z, node, edge = forward_backward(e, tr, st, sp)
+    path, score = viterbi(e, tr, st, sp)
+    assert np.isfinite(log_z) and np.all(np.isfinite(node)) and np.all(np.isfinite(edge))
+    np.testing.assert_allclose(node.sum(axis=1), 1.0)
+    assert edge.sum() == pytest.approx(n - 1)
+    # With scores this large the distribution sits on the Viterbi path.
+    assert score <= log_z <= score + n * np.log(L)
+    assert node[np.arange(n), path].min() > 0.5
+    assert score == pytest.approx(path_score(e, tr, st, sp, path))
+
+
+def test_wrappers_reject_bad_input():
+    e, tr, st, sp = random_chain(np.random.default_rng(0), 3, 2)
+    with pytest.raises(ValueError, match="transitions"):
+        forward_backward(e, tr[:1], st, sp)
+    with pytest.raises(ValueError, match="emissions"):
+        viterbi(np.zeros((0, 2)), tr, st, sp)
+    bad = e.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        log_partition(bad, tr, st, sp)
+    with pytest.raises(ValueError, match="exactly one"):
+        viterbi_augmented(e, tr, st, sp)
+    with pytest.raises(ValueError, match="forbidden"):
+        log_partition(e, tr, np.full(2, -np.inf), sp)
+
+
+@settings(deadline=None, max_examples=40)
+@given(n=st.integers(1, 8), L=st.integers(1, 5), seed=st.integers(0, 2 ** 31 - 1), shift=st.floats(-50, 50))
+def test_properties(n, L, seed, shift):
+    rng = np.random.default_rng(seed)
+    e, tr, st_, sp = random_chain(rng, n, L)
+    log_z, node, edge = forward_backward(e, tr, st_, sp)
+    path, score = viterbi(e, tr, st_, sp)
+    # score(argmax) <= log Z <= score(argmax) + n log L
+    assert score <= log_z + 1e-9 and log_z <= score + n * np.log(L) + 1e-9
+    np.testing.assert_allclose(node.sum(axis=1), 1.0)
+    np.testing.assert_allclose(edge.sum(axis=0), node[1:].sum(axis=0), atol=1e-9)
+    np.testing.assert_allclose(edge.sum(axis=1), node[:-1].sum(axis=0), atol=1e-9)
+    # A constant added to every label of one token shifts log Z only.
+    t = int(rng.integers(0, n))
+    e2 = e.copy()
+    e2[t] += shift
+    z2, node2, edge2 = forward_backward(e2, tr, st_, sp)
+    assert z2 == pytest.approx(log_z + shift, abs=1e-8)
+    np.testing.assert_allclose(node2, node, atol=1e-9)
+    np.testing.assert_array_equal(viterbi(e2, tr, st_, sp)[0], path)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_huge_scores_against_brute_force(seed):
+    """Scores of magnitude 1e3 drive the scaled sums below underflow: the exact fallbacks must agree."""
+    rng = np.random.default_rng(seed)
+    n, L = 4, 3
+    e, tr, st, sp = random_chain(rng, n, L, scale=400.0)
+    if seed % 2:
+        tr[rng.integers(0, L), rng.integers(0, L)] = -np.inf
+    log_z, node, edge, edge_t, (best, best_score), _ = brute_force(e, tr, st, sp)
+    z, mu, mu_e, mu_t = forward_backward(e, tr, st, sp, per_position=True)
+    assert z == pytest.approx(log_z, rel=1e-13)
+    assert log_partition(e, tr, st, sp) == pytest.approx(log_z, rel=1e-13)
+    np.testing.assert_allclose(mu, node, atol=1e-10)
+    np.testing.assert_allclose(mu_e, edge, atol=1e-10)
+    np.testing.assert_allclose(mu_t, edge_t, atol=1e-10)
+    np.testing.assert_array_equal(viterbi(e, tr, st, sp)[0], best)

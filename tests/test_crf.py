@@ -1,0 +1,202 @@
+"""The CRF tagger as a structured problem, on real conll2000 sentences.
+
+- ``ChainFeatures`` (computed label-conjoined features) must score, scatter
+  and build sparse deltas exactly like an explicit part -> feature-id CSR
+  built independently from the predicate strings;
+- ``TaggingProblem``'s marginals of the part vector must match brute-force
+  enumeration on a short real sentence; gold, loss and argmax must agree;
+- online EG must reach the primal optimum that scipy's L-BFGS finds.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+from nltk.corpus import conll2000
+from scipy.optimize import minimize
+
+from features.csr import PartFeatures
+from tagger.crf import ChainFeaturizer, TaggingProblem
+from tagger.predicates import token_predicates
+from training.eg import EGConfig, fit_eg_ll
+from training.problem import log_linear_gradient, log_linear_primal
+
+
+def pos_data(k, split="train.txt"):
+    sents = conll2000.tagged_sents(split)[:k]
+    return [[w for w, _ in s] for s in sents], [[t for _, t in s] for s in sents]
+
+
+def chunk_data(k, split="train.txt"):
+    sents = conll2000.iob_sents(split)[:k]
+    return ([[w for w, _, _ in s] for s in sents], [[c for _, _, c in s] for s in sents],
+            [[p for _, p, _ in s] for s in sents])
+
+
+@pytest.fixture(scope="module")
+def chunking():
+    tokens, labels, pos = chunk_data(40)
+    f = ChainFeaturizer.fit(tokens, labels, pos)
+    return f, f.problem(tokens, labels, pos), (tokens, labels, pos)
+
+
+def explicit_features(f: ChainFeaturizer, tokens, labels, pos):
+    """The part -> feature-ids CSR of the same corpus, built from strings and (predicate, label) pairs."""
+    pair_id = {}
+    for p, pred in enumerate(f.predicates):
+        for m in range(f.lab_ptr[p], f.lab_ptr[p + 1]):
+            pair_id[(pred, f.labels[f.lab_labels[m]])] = m
+    # The node features are exactly the (predicate, label) pairs seen in training.
+    seen = {(pred, lab) for s in range(len(tokens))
+            for preds, lab in zip(token_predicates(tokens[s], pos[s] if pos else None, use_pos=f.use_pos), labels[s])
+            for pred in preds}
+    assert set(pair_id) == seen
+    bigrams = sorted({(f.label_index[a], f.label_index[b]) for seq in labels for a, b in zip(seq, seq[1:])})
+    assert [tuple(p) for p in f.trans_pairs] == bigrams
+    n_node, L, T = len(pair_id), f.n_labels, len(bigrams)
+    part_ptr, feat_lists = [0], []
+    for s, toks in enumerate(tokens):
+        for preds in token_predicates(toks, pos[s] if pos else None, use_pos=f.use_pos):
+            for lab in f.labels:
+                feat_lists.append([pair_id[(p, lab)] for p in preds if (p, lab) in pair_id])
+        feat_lists.extend([n_node + k] for k in range(T + 2 * L))
+        part_ptr.append(len(feat_lists))
+    feat_ptr = np.concatenate([[0], np.cumsum([len(x) for x in feat_lists])]).astype(np.int64)
+    feat_ids = np.array([j for x in feat_lists for j in x], dtype=np.int32)
+    return PartFeatures(np.array(part_ptr, dtype=np.int64), feat_ptr, feat_ids, n_node + T + 2 * L)
+
+
+def test_chain_features_match_an_explicit_construction(chunking):
+    f, problem, (tokens, labels, pos) = chunking
+    pf = problem.features
+    ref = explicit_features(f, tokens, labels, pos)
+    assert (pf.n_features, pf.n_parts, pf.n_examples) == (ref.n_features, ref.n_parts, ref.n_examples)
+    np.testing.assert_array_equal(pf.part_ptr, ref.part_ptr)
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=pf.n_features)
+    ranges = [pf.parts(i) for i in range(pf.n_examples)] + [(0, pf.n_parts), (pf.parts(2)[0] + 7, pf.parts(5)[0] + 11), (3, 3)]
+    for lo, hi in ranges:
+        np.testing.assert_allclose(pf.scores(lo, hi, w), ref.scores(lo, hi, w), rtol=1e-12, atol=1e-12)
+        coef = rng.normal(size=hi - lo)
+        got, want = np.zeros(pf.n_features), np.zeros(pf.n_features)
+        pf.scatter(lo, hi, coef, got)
+        ref.scatter(lo, hi, coef, want)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        ids, vals, dot, sq = pf.sparse_delta(lo, hi, coef, w)
+        dense = np.zeros(pf.n_features)
+        dense[ids] = vals
+        assert len(set(ids.tolist())) == len(ids)
+        np.testing.assert_allclose(dense, want, rtol=1e-12, atol=1e-12)
+        assert dot == pytest.approx(float(w @ want), rel=1e-10, abs=1e-10)
+        assert sq == pytest.approx(float(want @ want), rel=1e-10, abs=1e-10)
+    assert pf.nbytes > 0
+
+
+def test_marginals_match_brute_force_on_a_real_sentence(chunking):
+    f, problem, (tokens, labels, pos) = chunking
+    pf = problem.features
+    i = 29
+    n, L = pf.length(i), f.n_labels
+    assert n == 4 and L ** n <= 200_000
+    lo, hi = pf.parts(i)
+    theta = np.random.default_rng(1).normal(scale=2.0, size=hi - lo)
+    # Part indices used by every labelling, built from the layout in the docstring.
+    paths = np.array(list(itertools.product(range(L), repeat=n)))
+    T = pf.n_transitions
+    pair_part = {tuple(p): k for k, p in enumerate(pf.trans_pairs)}
+    cols = [t * L + paths[:, t] for t in range(n)]
+    cols += [n * L + T + paths[:, 0], n * L + T + L + paths[:, -1]]
+    idx = np.stack(cols, axis=1)
+    trans = np.array([[pair_part.get((a, b), -1) for a, b in zip(y, y[1:])] for y in paths.tolist()])
+    scores = theta[idx].sum(axis=1) + np.where(trans >= 0, theta[n * L + trans], 0.0).sum(axis=1)
+    log_z = np.logaddexp.reduce(scores)
+    p = np.exp(scores - log_z)
+    mu = np.zeros(hi - lo)
+    for c in range(idx.shape[1]):
+        np.add.at(mu, idx[:, c], p)
+    for c in range(trans.shape[1]):
+        ok = trans[:, c] >= 0
+        np.add.at(mu, n * L + trans[ok, c], p[ok])
+    got_z, got_mu = problem.marginals(i, theta)
+    assert got_z == pytest.approx(log_z, rel=1e-12)
+    assert problem.log_partition(i, theta) == pytest.approx(log_z, rel=1e-12)
+    np.testing.assert_allclose(got_mu, mu, atol=1e-12)
+    best = paths[int(np.argmax(scores))]
+    np.testing.assert_array_equal(problem.argmax(i, theta), problem.path_parts(i, best))
+
+
+def test_gold_loss_and_argmax(chunking):
+    f, problem, (tokens, labels, pos) = chunking
+    pf = problem.features
+    L, T = f.n_labels, pf.n_transitions
+    gold_ids = f.label_ids(labels)
+    for i in (0, 7, 29):
+        lo, hi = pf.parts(i)
+        n = pf.length(i)
+        g, e = problem.gold[lo:hi], problem.loss[lo:hi]
+        np.testing.assert_array_equal(g, problem.path_parts(i, gold_ids[i]))
+        assert g[:n * L].sum() == n and g[n * L:n * L + T].sum() == n - 1
+        assert g[n * L + T:].sum() == 2
+        np.testing.assert_array_equal(e[:n * L], 1.0 - g[:n * L])
+        assert not e[n * L:].any()
+        # Scores favouring the gold labels give the gold labelling back (not 5 * g: a
+        # transition part counts, so repeating a gold transition would pay), and the
+        # loss-augmented argmax of zero scores is a labelling with n errors.
+        theta = np.zeros(hi - lo)
+        theta[:n * L] = 5.0 * g[:n * L]
+        np.testing.assert_array_equal(problem.argmax(i, theta), g)
+        z = problem.argmax(i, e)
+        assert float(z @ e) == n
+    # Decoding through the featurizer agrees with the problem's argmax.
+    w = np.random.default_rng(2).normal(size=pf.n_features)
+    decoded = f.decode(tokens[:5], pos[:5], w)
+    for i in range(5):
+        lo, hi = pf.parts(i)
+        z = problem.argmax(i, pf.scores(lo, hi, w))
+        np.testing.assert_array_equal(z, problem.path_parts(i, f.label_ids([decoded[i]])[0]))
+
+
+def test_unknown_predicates_and_bad_input(chunking):
+    f = chunking[0]
+    enc = f.encode([["Zyxwvut", "qqq"]], [["NN", "NN"]])
+    assert enc.pred_ids.size > 0  # bias, shapes and POS predicates are known
+    assert all(0 <= k < len(f.predicates) for k in enc.pred_ids)
+    with pytest.raises(ValueError, match="POS"):
+        f.encode([["a"]])
+    seen = {tuple(p) for p in f.trans_pairs.tolist()}
+    unseen = next((a, b) for a in range(f.n_labels) for b in range(f.n_labels) if (a, b) not in seen)
+    with pytest.raises(ValueError, match="no part"):
+        TaggingProblem(f.features(f.encode([["a", "b"]], [["DT", "NN"]])), [list(unseen)])
+    with pytest.raises(ValueError, match="labels for"):
+        TaggingProblem(f.features(f.encode([["a", "b"]], [["DT", "NN"]])), [[0]])
+
+
+def test_all_transitions_gives_every_pair_a_part():
+    tokens, labels = pos_data(10)
+    f = ChainFeaturizer.fit(tokens, labels, all_transitions=True)
+    problem = f.problem(tokens, labels)
+    L = f.n_labels
+    assert problem.features.n_transitions == L * L
+    lo, hi = problem.features.parts(0)
+    log_z, mu = problem.marginals(0, np.zeros(hi - lo))
+    n = problem.features.length(0)
+    # Uniform scores: every transition is equally likely at every position.
+    np.testing.assert_allclose(mu[n * L:n * L + L * L], (n - 1) / L ** 2)
+    assert log_z == pytest.approx(n * np.log(L))
+
+
+def test_eg_reaches_the_lbfgs_optimum():
+    tokens, labels = pos_data(50)
+    problem = ChainFeaturizer.fit(tokens, labels).problem(tokens, labels)
+    C = 1.0
+    result = fit_eg_ll(problem, config=EGConfig(C=C, anneal=False, tol=1e-4, max_passes=200, seed=0))
+    assert result.converged and result.final.rel_gap <= 1e-4
+    # The dual never went above the primal, and the gap shrank.
+    assert all(r.gap >= -1e-8 for r in result.records)
+    res = minimize(lambda w: log_linear_gradient(problem, w, C), np.zeros(problem.features.n_features),
+                   jac=True, method="L-BFGS-B", options={"maxiter": 3000, "gtol": 1e-8, "ftol": 1e-15})
+    eg_primal = log_linear_primal(problem, result.weights * C, C)
+    assert eg_primal == pytest.approx(res.fun, rel=1e-4)
+    assert res.fun <= eg_primal + 1e-6 * abs(res.fun)
+    # -dual is a lower bound on the optimum.
+    assert -result.final.dual <= res.fun * (1 + 1e-9)
