@@ -1,0 +1,356 @@
+"""Ratnaparkhi-style maximum-entropy tagger: a local classifier decoded by beam search.
+
+Context predicates of token i (Ratnaparkhi 1996): the observation predicates
+of :func:`tagger.predicates.token_predicates` plus two tag-history
+predicates, ``y[-1]=A`` (previous tag) and ``y[-2]|y[-1]=B|A`` (previous two
+tags), ``<s>`` before the sentence.  They are named ``y[...]`` rather than
+``t[...]`` because ``t[...]`` already names the POS-input predicates used in
+chunking.  Training uses the gold history, decoding the predicted one.
+
+Features are the (predicate, label) pairs seen in training (Ratnaparkhi 1996;
+OpenNLP, as in Huang et al. 2010, Sec. 5.1): unseen pairs would only learn
+negative weights, and keeping them would multiply the feature count by the
+number of labels.  Predicates seen fewer than ``cutoff`` times are dropped.
+
+Training goes through :mod:`training.maxent` (CD of Huang et al. 2010,
+Algorithm 3, and the GIS / SCGIS / L-BFGS baselines) on the column-format
+arrays built here (Sec. 4.1).  Decoding is a left-to-right beam search
+(Ratnaparkhi 1996), a Numba kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from numba import njit
+
+from tagger.predicates import BOS, token_predicates
+from training.maxent import (MaxentConfig, MaxentData, MaxentRecord, event_scores, get_maxent_trainer)
+
+MODEL_FORMAT = 1
+H1 = "y[-1]="
+H2 = "y[-2]|y[-1]="
+
+
+def history_predicates(prev2: str, prev1: str) -> tuple[str, str]:
+    """The tag-history predicates of a position whose previous two tags are ``prev2``, ``prev1``."""
+    return H1 + prev1, H2 + prev2 + "|" + prev1
+
+
+def _check_corpus(tokens_list, labels_list, pos_list, use_pos: bool) -> None:
+    n = len(tokens_list)
+    if labels_list is not None and len(labels_list) != n:
+        raise ValueError(f"{n} sentences but {len(labels_list)} label sequences")
+    if use_pos and (pos_list is None or len(pos_list) != n):
+        raise ValueError("use_pos needs one POS sequence per sentence")
+    for s, toks in enumerate(tokens_list):
+        if labels_list is not None and len(labels_list[s]) != len(toks):
+            raise ValueError(f"sentence {s}: {len(toks)} tokens but {len(labels_list[s])} labels")
+        if use_pos and len(pos_list[s]) != len(toks):
+            raise ValueError(f"sentence {s}: {len(toks)} tokens but {len(pos_list[s])} POS tags")
+
+
+def build_training_data(tokens_list: Sequence[Sequence[str]], labels_list: Sequence[Sequence[str]],
+                        pos_list: Sequence[Sequence[str]] | None = None, *, use_pos: bool = False,
+                        cutoff: int = 1, predicate_filter: Callable[[str], bool] | None = None
+                        ) -> tuple[list[str], list[str], MaxentData]:
+    """(predicate strings, labels, MaxentData): one event per token, gold tag history.
+
+    Predicate ids follow first occurrence; labels are sorted.  Predicates
+    occurring in fewer than ``cutoff`` events, or rejected by
+    ``predicate_filter``, are dropped (a model decodes with the predicates it
+    knows, so a filtered alphabet is a smaller template set).
+    """
+    if cutoff < 1:
+        raise ValueError(f"cutoff must be >= 1, not {cutoff}")
+    _check_corpus(tokens_list, labels_list, pos_list, use_pos)
+    labels = sorted({y for seq in labels_list for y in seq})
+    if not labels:
+        raise ValueError("no training tokens")
+    label_id = {y: k for k, y in enumerate(labels)}
+    index: dict[str, int] = {}
+    ids: list[int] = []
+    lengths: list[int] = []
+    gold: list[int] = []
+    for s, toks in enumerate(tokens_list):
+        tags = labels_list[s]
+        preds = token_predicates(toks, pos_list[s] if use_pos else None, use_pos)
+        for i, row in enumerate(preds):
+            row = row + list(history_predicates(tags[i - 2] if i >= 2 else BOS, tags[i - 1] if i >= 1 else BOS))
+            if predicate_filter is not None:
+                row = [p for p in row if predicate_filter(p)]
+            for p in row:
+                k = index.get(p)
+                if k is None:
+                    k = index[p] = len(index)
+                ids.append(k)
+            lengths.append(len(row))
+            gold.append(label_id[tags[i]])
+    names = list(index)
+    ev_pred = np.array(ids, dtype=np.int64)
+    ev_ptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=ev_ptr[1:])
+    if cutoff > 1:
+        keep = np.bincount(ev_pred, minlength=len(names)) >= cutoff
+        remap = np.where(keep, np.cumsum(keep) - 1, -1)
+        new = remap[ev_pred]
+        event = np.repeat(np.arange(len(lengths)), lengths)[new >= 0]
+        ev_pred = new[new >= 0]
+        np.cumsum(np.bincount(event, minlength=len(lengths)), out=ev_ptr[1:])
+        names = [p for p, k in zip(names, keep) if k]
+    data = MaxentData.from_events(ev_ptr, ev_pred, np.array(gold, dtype=np.int64), len(labels), len(names))
+    return names, labels, data
+
+
+# ---------------------------------------------------------------------------
+# decoding
+
+
+@njit(cache=True)
+def _add_predicate(sc, p, feat_ptr, feat_label, w):
+    if p >= 0:
+        for t in range(feat_ptr[p], feat_ptr[p + 1]):
+            sc[feat_label[t]] += w[t]
+
+
+@njit(cache=True)
+def _beam_search(sent_ptr, static, hist1, hist2, feat_ptr, feat_label, w, beam):
+    """Left-to-right beam search (Ratnaparkhi 1996) over all sentences.
+
+    ``static`` (tokens, Y): label scores of the observation predicates;
+    ``hist1[a]`` / ``hist2[b * (Y + 1) + a]``: predicate ids (or -1) of the
+    history ``y[-1]=a`` / ``y[-2]|y[-1]=b|a``, index Y standing for ``<s>``.
+    Keeps the ``beam`` best prefixes by log-probability (ties: earlier
+    hypothesis, then lower label).  Returns the tags and the log-probability
+    of each sentence's best sequence.
+    """
+    n_sent = sent_ptr.shape[0] - 1
+    Y = static.shape[1]
+    tags = np.zeros(static.shape[0], dtype=np.int64)
+    logp = np.zeros(n_sent)
+    maxlen = 0
+    for s in range(n_sent):
+        maxlen = max(maxlen, sent_ptr[s + 1] - sent_ptr[s])
+    back = np.zeros((maxlen, beam), dtype=np.int64)
+    btag = np.zeros((maxlen, beam), dtype=np.int64)
+    bl = np.zeros(beam)
+    b1 = np.zeros(beam, dtype=np.int64)
+    b2 = np.zeros(beam, dtype=np.int64)
+    nl = np.zeros(beam)
+    n1 = np.zeros(beam, dtype=np.int64)
+    n2 = np.zeros(beam, dtype=np.int64)
+    cand = np.zeros(beam * Y)
+    used = np.zeros(beam * Y, dtype=np.bool_)
+    sc = np.zeros(Y)
+    for s in range(n_sent):
+        a = sent_ptr[s]
+        n = sent_ptr[s + 1] - a
+        if n == 0:
+            continue
+        nb = 1
+        bl[0] = 0.0
+        b1[0] = Y
+        b2[0] = Y
+        for i in range(n):
+            for h in range(nb):
+                for y in range(Y):
+                    sc[y] = static[a + i, y]
+                _add_predicate(sc, hist1[b1[h]], feat_ptr, feat_label, w)
+                _add_predicate(sc, hist2[b2[h] * (Y + 1) + b1[h]], feat_ptr, feat_label, w)
+                c = sc.max()
+                z = 0.0
+                for y in range(Y):
+                    z += np.exp(sc[y] - c)
+                lse = c + np.log(z)
+                for y in range(Y):
+                    cand[h * Y + y] = bl[h] + sc[y] - lse
+            m = nb * Y
+            k = min(beam, m)
+            used[:m] = False
+            for r in range(k):
+                best = -np.inf
+                bi = -1
+                for j in range(m):
+                    if not used[j] and (bi < 0 or cand[j] > best):
+                        best = cand[j]
+                        bi = j
+                used[bi] = True
+                h = bi // Y
+                y = bi % Y
+                back[i, r] = h
+                btag[i, r] = y
+                nl[r] = best
+                n1[r] = y
+                n2[r] = b1[h]
+            nb = k
+            for r in range(k):
+                bl[r] = nl[r]
+                b1[r] = n1[r]
+                b2[r] = n2[r]
+        logp[s] = bl[0]
+        r = 0
+        for i in range(n - 1, -1, -1):
+            tags[a + i] = btag[i, r]
+            r = back[i, r]
+    return tags, logp
+
+
+class MaxentModel:
+    """A trained maxent tagger: predicate alphabet, (predicate, label) features, weights.
+
+    ``feat_ptr`` (P+1,): the features of predicate ``p`` are
+    ``feat_ptr[p]:feat_ptr[p+1]``; ``feat_label`` / ``weights`` (n,) give
+    their label and weight.
+    """
+
+    kind = "maxent"
+
+    def __init__(self, labels: Sequence[str], predicates: Sequence[str], feat_ptr: np.ndarray,
+                 feat_label: np.ndarray, weights: np.ndarray, *, use_pos: bool = False, beam: int = 3,
+                 info: dict[str, Any] | None = None):
+        self.labels = [str(y) for y in labels]
+        self.predicates = [str(p) for p in predicates]
+        self.feat_ptr = np.ascontiguousarray(feat_ptr, dtype=np.int64)
+        self.feat_label = np.ascontiguousarray(feat_label, dtype=np.int64)
+        self.weights = np.ascontiguousarray(weights, dtype=np.float64)
+        self.use_pos = bool(use_pos)
+        self.beam = int(beam)
+        self.info = dict(info or {})
+        Y, P, n = len(self.labels), len(self.predicates), self.feat_label.shape[0]
+        if Y < 1 or len(set(self.labels)) != Y:
+            raise ValueError("a maxent model needs at least one label and no repeated labels")
+        if self.beam < 1:
+            raise ValueError(f"beam must be >= 1, not {beam}")
+        if self.feat_ptr.shape != (P + 1,) or self.feat_ptr[0] != 0 or self.feat_ptr[-1] != n \
+                or np.any(np.diff(self.feat_ptr) < 0):
+            raise ValueError(f"feat_ptr must be a CSR pointer over {n} features for {P} predicates")
+        if self.weights.shape != (n,) or self.feat_label.ndim != 1:
+            raise ValueError(f"{self.weights.shape[0]} weights for {n} features")
+        if n and (self.feat_label.min() < 0 or self.feat_label.max() >= Y):
+            raise ValueError(f"feature labels must lie in [0, {Y})")
+        self._index = {p: k for k, p in enumerate(self.predicates)}
+        if len(self._index) != P:
+            raise ValueError("repeated predicate strings")
+        tags = self.labels + [BOS]
+        self._hist1 = np.array([self._index.get(history_predicates(BOS, a)[0], -1) for a in tags], dtype=np.int64)
+        self._hist2 = np.array([self._index.get(history_predicates(b, a)[1], -1) for b in tags for a in tags],
+                               dtype=np.int64)
+
+    # -- decoding
+    def encode(self, tokens_list: Sequence[Sequence[str]], pos_list: Sequence[Sequence[str]] | None = None):
+        """(sentence pointer, token pointer, predicate ids) of the observation predicates; unknown ones dropped."""
+        _check_corpus(tokens_list, None, pos_list, self.use_pos)
+        sent_ptr = np.zeros(len(tokens_list) + 1, dtype=np.int64)
+        lengths: list[int] = []
+        ids: list[int] = []
+        get = self._index.get
+        for s, toks in enumerate(tokens_list):
+            sent_ptr[s + 1] = sent_ptr[s] + len(toks)
+            for row in token_predicates(toks, pos_list[s] if self.use_pos else None, self.use_pos):
+                known = [k for k in map(get, row) if k is not None]
+                ids.extend(known)
+                lengths.append(len(known))
+        tok_ptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=tok_ptr[1:])
+        return sent_ptr, tok_ptr, np.array(ids, dtype=np.int64)
+
+    def decode_encoded(self, encoded, weights: np.ndarray | None = None,
+                       beam: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(tag ids of all tokens, log-probability per sentence) by beam search with ``weights``."""
+        w = self.weights if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+        beam = self.beam if beam is None else int(beam)
+        if beam < 1:
+            raise ValueError(f"beam must be >= 1, not {beam}")
+        if w.shape != self.weights.shape:
+            raise ValueError(f"{w.shape} weights for {self.weights.shape[0]} features")
+        sent_ptr, tok_ptr, tok_pred = encoded
+        static = event_scores(tok_ptr, tok_pred, self.feat_ptr, self.feat_label, w, len(self.labels))
+        return _beam_search(sent_ptr, static, self._hist1, self._hist2, self.feat_ptr, self.feat_label, w, beam)
+
+    def decode(self, tokens_list: list[list[str]], pos_list: list[list[str]] | None = None,
+               beam: int | None = None) -> tuple[list[list[str]], np.ndarray]:
+        """Tag sequences and their log-probabilities sum_i log P(y_i | x_i, y_{i-2}, y_{i-1})."""
+        enc = self.encode(tokens_list, pos_list)
+        tags, logp = self.decode_encoded(enc, beam=beam)
+        sp = enc[0]
+        return [[self.labels[k] for k in tags[sp[s]:sp[s + 1]]] for s in range(len(tokens_list))], logp
+
+    def predict(self, tokens_list: list[list[str]], pos_list: list[list[str]] | None = None) -> list[list[str]]:
+        return self.decode(tokens_list, pos_list)[0]
+
+    # -- storage
+    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict]:
+        arrays = {"predicates": np.array(self.predicates, dtype=np.str_), "feat_ptr": self.feat_ptr,
+                  "feat_label": self.feat_label, "weights": self.weights}
+        meta = {"kind": self.kind, "format": MODEL_FORMAT, "labels": list(self.labels), "use_pos": self.use_pos,
+                "beam": self.beam, "history": [H1, H2], "info": self.info}
+        return arrays, meta
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], meta: dict) -> "MaxentModel":
+        if not isinstance(meta, dict) or meta.get("kind") != cls.kind:
+            raise ValueError(f"not a maxent model (kind {meta.get('kind') if isinstance(meta, dict) else None!r})")
+        if meta.get("format") != MODEL_FORMAT:
+            raise ValueError(f"maxent model format {meta.get('format')!r} is not supported (this reads "
+                             f"{MODEL_FORMAT}); retrain the model")
+        if meta.get("history") != [H1, H2]:
+            raise ValueError(f"maxent model with history predicates {meta.get('history')!r}, expected {[H1, H2]}")
+        missing = [k for k in ("predicates", "feat_ptr", "feat_label", "weights") if k not in arrays]
+        if missing or "labels" not in meta:
+            raise ValueError(f"inconsistent maxent model (missing {', '.join(missing) or 'labels'})")
+        preds = np.asarray(arrays["predicates"])
+        if preds.ndim != 1 or (preds.size and preds.dtype.kind != "U"):
+            raise ValueError("maxent model predicates must be a 1-d array of str")
+        return cls(meta["labels"], preds.tolist(), arrays["feat_ptr"], arrays["feat_label"], arrays["weights"],
+                   use_pos=bool(meta.get("use_pos", False)), beam=int(meta.get("beam", 3)), info=meta.get("info"))
+
+
+# ---------------------------------------------------------------------------
+# training
+
+
+def train_maxent(tokens_list: Sequence[Sequence[str]], labels_list: Sequence[Sequence[str]],
+                 pos_list: Sequence[Sequence[str]] | None = None, *, trainer: str = "cd", sigma2: float = 10.0,
+                 max_passes: int = 100, tol: float = 1e-5, gtol: float = 0.0, max_seconds: float | None = None,
+                 dev: tuple | None = None, beam: int = 3, cutoff: int = 1, use_pos: bool | None = None,
+                 seed: int | None = None,
+                 callbacks: tuple[Callable[[MaxentRecord], None], ...] = ()) -> tuple[MaxentModel, list[MaxentRecord]]:
+    """Train a maxent tagger; returns the model and one :class:`MaxentRecord` per pass.
+
+    ``use_pos`` (default: ``pos_list is not None``) adds the POS-input
+    predicates (chunking).  ``dev`` = (tokens, labels, pos or None) reports
+    token accuracy of beam decoding after each pass.  ``tol`` / ``gtol`` /
+    ``max_seconds`` / ``seed``: see :class:`training.maxent.MaxentConfig`.
+    """
+    use_pos = pos_list is not None if use_pos is None else bool(use_pos)
+    fit = get_maxent_trainer(trainer).fit
+    config = MaxentConfig(sigma2=sigma2, max_passes=max_passes, tol=tol, gtol=gtol, max_seconds=max_seconds,
+                          seed=seed)
+    names, labels, data = build_training_data(tokens_list, labels_list, pos_list, use_pos=use_pos, cutoff=cutoff)
+    model = MaxentModel(labels, names, data.feat_ptr, data.feat_label, np.zeros(data.n_features),
+                        use_pos=use_pos, beam=beam)
+    scorer = None
+    if dev is not None:
+        if len(dev) not in (2, 3):
+            raise ValueError("dev must be (tokens, labels) or (tokens, labels, pos)")
+        dtoks, dlabels = dev[0], dev[1]
+        dpos = dev[2] if len(dev) == 3 else None
+        _check_corpus(dtoks, dlabels, dpos, use_pos)
+        enc = model.encode(dtoks, dpos)
+        lid = {y: k for k, y in enumerate(labels)}
+        gold = np.array([lid.get(y, -1) for seq in dlabels for y in seq], dtype=np.int64)
+
+        def dev_accuracy(w: np.ndarray) -> float:
+            pred = model.decode_encoded(enc, w)[0]
+            return float(np.mean(pred == gold)) if gold.size else 0.0
+
+        scorer = dev_accuracy
+
+    result = fit(data, config=config, dev=scorer, callbacks=tuple(callbacks))
+    model.weights = np.ascontiguousarray(result.weights, dtype=np.float64)
+    final = result.records[-1]
+    model.info = {"trainer": trainer, "sigma2": sigma2, "cutoff": cutoff, "passes": final.passes,
+                  "objective": final.primal, "grad_norm": final.grad_norm, "converged": bool(result.converged),
+                  "n_events": data.n_events, "n_predicates": data.n_predicates, "n_features": data.n_features}
+    return model, result.records

@@ -1,0 +1,313 @@
+"""The maxent tagger and its trainers, checked on real CoNLL-2000 data.
+
+The objective must match a dense re-implementation and its gradient finite
+differences; CD (Huang et al. 2010, Algorithm 3), GIS, SCGIS and L-BFGS must
+land on the same optimum; every accepted CD step must satisfy the sufficient
+decrease condition (35) when replayed on the exact objective; beam search
+must agree with an independent greedy decoder and never score below it.
+"""
+
+import io
+import json
+
+import numpy as np
+import pytest
+from nltk.corpus import conll2000
+
+from tagger.maxent import (BOS, MaxentModel, build_training_data, history_predicates, train_maxent)
+from tagger.predicates import token_predicates
+from training.maxent import (MAXENT_TRAINERS, MaxentConfig, MaxentData, fit_cd, fit_lbfgs,
+                             get_maxent_trainer, objective, objective_and_gradient)
+
+
+def _pos(split: str, start: int, stop: int):
+    sents = conll2000.tagged_sents(split)[start:stop]
+    return [[w for w, _ in s] for s in sents], [[t for _, t in s] for s in sents]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """A few hundred tokens, all predicates."""
+    toks, tags = _pos("train.txt", 0, 12)
+    return build_training_data(toks, tags)
+
+
+@pytest.fixture(scope="module")
+def small():
+    """100 sentences, all predicates seen at least twice; sigma^2 = 10 as in Sec. 5.1."""
+    toks, tags = _pos("train.txt", 0, 100)
+    return build_training_data(toks, tags, cutoff=2)[2]
+
+
+@pytest.fixture(scope="module")
+def reduced():
+    """60 sentences with word, suffix and tag-history predicates only: f^# = 4, so GIS converges in a test."""
+    toks, tags = _pos("train.txt", 100, 160)
+    return build_training_data(toks, tags, predicate_filter=lambda p: p.startswith(("lw=", "s2=", "y[")))[2]
+
+
+@pytest.fixture(scope="module")
+def pos_model():
+    toks, tags = _pos("train.txt", 0, 300)
+    model, history = train_maxent(toks, tags, max_passes=10, tol=0.0)
+    return model, history
+
+
+@pytest.fixture(scope="module")
+def pos_test():
+    return _pos("test.txt", 0, 200)
+
+
+# --------------------------------------------------------------------------- objective
+
+
+def _dense_objective(names, data: MaxentData, w, sigma2):
+    """f(w) from a dense (predicate x label) weight matrix, one event at a time."""
+    W = np.zeros((data.n_predicates, data.n_labels))
+    W[data.feat_pred, data.feat_label] = w
+    total = 0.0
+    for i in range(data.n_events):
+        s = W[data.ev_pred[data.ev_ptr[i]:data.ev_ptr[i + 1]]].sum(axis=0)
+        total += np.logaddexp.reduce(s) - s[data.labels[i]]
+    return total + w @ w / (2 * sigma2)
+
+
+def test_objective_matches_dense_formula(tiny):
+    names, labels, data = tiny
+    w = np.random.default_rng(0).normal(scale=0.7, size=data.n_features)
+    assert objective(data, w, 10.0) == pytest.approx(_dense_objective(names, data, w, 10.0), rel=1e-12)
+    assert objective(data, np.zeros(data.n_features), 10.0) == pytest.approx(data.n_events * np.log(len(labels)))
+
+
+def test_data_layout(tiny):
+    names, labels, data = tiny
+    assert 200 < data.n_events < 400 and len(labels) == data.n_labels
+    # columns are the transpose of rows
+    rows = {(i, p) for i in range(data.n_events) for p in data.ev_pred[data.ev_ptr[i]:data.ev_ptr[i + 1]]}
+    cols = {(i, p) for p in range(data.n_predicates) for i in data.pr_ev[data.pr_ptr[p]:data.pr_ptr[p + 1]]}
+    assert rows == cols and len(rows) == data.ev_pred.size
+    # features: exactly the (predicate, gold label) pairs, with their counts
+    seen: dict = {}
+    for i, p in rows:
+        key = (p, data.labels[i])
+        seen[key] = seen.get(key, 0) + 1
+    feats = dict(zip(zip(data.feat_pred.tolist(), data.feat_label.tolist()), data.emp.tolist()))
+    assert feats == seen
+    for p in range(data.n_predicates):
+        assert np.all(data.feat_pred[data.feat_ptr[p]:data.feat_ptr[p + 1]] == p)
+
+
+def test_gradient_matches_finite_differences(tiny):
+    _, _, data = tiny
+    rng = np.random.default_rng(1)
+    w = rng.normal(scale=0.5, size=data.n_features)
+    f, g = objective_and_gradient(data, w, 10.0)
+    assert f == pytest.approx(objective(data, w, 10.0), rel=1e-13)
+    h = 1e-5
+    for t in rng.choice(data.n_features, size=40, replace=False):
+        e = np.zeros(data.n_features)
+        e[t] = h
+        fd = (objective(data, w + e, 10.0) - objective(data, w - e, 10.0)) / (2 * h)
+        assert fd == pytest.approx(g[t], rel=1e-5, abs=1e-6)
+    d = rng.normal(size=data.n_features)
+    fd = (objective(data, w + h * d, 10.0) - objective(data, w - h * d, 10.0)) / (2 * h)
+    assert fd == pytest.approx(g @ d, rel=1e-6)
+
+
+# --------------------------------------------------------------------------- trainers
+
+
+def test_cd_reaches_lbfgs_optimum_sigma2_10(small):
+    ref = fit_lbfgs(small, config=MaxentConfig(sigma2=10.0, max_passes=1000, tol=0.0, gtol=1e-5))
+    assert ref.converged
+    cd = fit_cd(small, config=MaxentConfig(sigma2=10.0, max_passes=400, tol=0.0, gtol=3e-3))
+    assert cd.converged
+    f_star = ref.final.primal
+    assert abs(cd.final.primal - f_star) / f_star < 1e-5
+    # f is (1/sigma^2)-strongly convex: ||w - w*|| <= sigma^2 ||grad f(w)||
+    assert np.linalg.norm(cd.weights - ref.weights) <= 10.0 * (cd.final.grad_norm + ref.final.grad_norm)
+    assert np.max(np.abs(cd.weights - ref.weights)) < 2e-2
+
+
+def test_all_trainers_reach_the_same_optimum(reduced):
+    config = MaxentConfig(sigma2=1.0, max_passes=3000, tol=0.0, gtol=1e-3)
+    ref = fit_lbfgs(reduced, config=MaxentConfig(sigma2=1.0, max_passes=1000, tol=0.0, gtol=1e-6))
+    f_star = ref.final.primal
+    for name in ("cd", "gis", "scgis", "lbfgs"):
+        res = get_maxent_trainer(name).fit(reduced, config=config)
+        assert res.converged, name
+        assert abs(res.final.primal - f_star) / f_star < 1e-5, name
+        assert np.linalg.norm(res.weights - ref.weights) <= 1.0 * (res.final.grad_norm + ref.final.grad_norm), name
+        assert np.max(np.abs(res.weights - ref.weights)) < 1e-3, name
+        assert res.final.grad_norm == pytest.approx(np.linalg.norm(objective_and_gradient(reduced, res.weights,
+                                                                                           1.0)[1]))
+
+
+@pytest.mark.parametrize("name", ["cd", "gis", "scgis"])
+def test_objective_never_increases(small, name):
+    res = get_maxent_trainer(name).fit(small, config=MaxentConfig(max_passes=25, tol=0.0))
+    f = np.array([r.primal for r in res.records])
+    assert len(f) == 26 and f[-1] < 0.2 * f[0]
+    assert np.all(np.diff(f) <= 1e-12 * np.abs(f[1:]))
+
+
+def test_cd_steps_satisfy_sufficient_decrease(tiny):
+    """Replay every accepted CD step on the exact objective: A'(0) is the gradient, and (35) holds."""
+    _, _, data = tiny
+    config = MaxentConfig(sigma2=10.0, max_passes=3, tol=0.0)
+    res = fit_cd(data, config=config, record_steps=10 ** 6)
+    steps_t, steps_z = res.state["steps_t"], res.state["steps_z"]
+    steps_g, by_bound = res.state["steps_grad"], res.state["steps_by_bound"]
+    assert steps_t.size > 2 * data.n_features  # nearly every feature moves in each pass
+    assert 0 < by_bound.sum() < by_bound.size  # both the bound (38) and the exact test (35) accepted steps
+    w = np.zeros(data.n_features)
+    f, g = objective_and_gradient(data, w, config.sigma2)
+    for t, z, gp in zip(steps_t, steps_z, steps_g):
+        assert gp == pytest.approx(g[t], rel=1e-6, abs=1e-6)  # S, T drift a little within a pass
+        w[t] += z
+        f_new, g = objective_and_gradient(data, w, config.sigma2)
+        assert f_new - f <= config.gamma * z * gp + 1e-10 * abs(f)
+        assert z * gp < 0
+        f = f_new
+    np.testing.assert_allclose(w, res.weights, rtol=0, atol=1e-12)
+    assert f == pytest.approx(res.final.primal, rel=1e-10)
+
+
+def test_stopping_rules_and_records(small):
+    res = fit_cd(small, config=MaxentConfig(max_passes=200, tol=1e-3))
+    assert res.converged and res.final.rel_change <= 1e-3 < res.records[-2].rel_change
+    assert [r.passes for r in res.records] == list(range(len(res.records)))
+    assert all(b.seconds >= a.seconds for a, b in zip(res.records, res.records[1:]))
+    seen = []
+    res = fit_lbfgs(small, config=MaxentConfig(max_passes=5, tol=0.0), callbacks=(seen.append,),
+                    dev=lambda w: float(np.abs(w).sum()))
+    assert not res.converged and len(res.records) == 6 and seen == res.records
+    assert seen[0].dev == 0.0 and seen[-1].dev == pytest.approx(np.abs(res.weights).sum())
+
+
+def test_registry_and_validation(small):
+    assert set(MAXENT_TRAINERS) == {"cd", "gis", "scgis", "lbfgs"}
+    with pytest.raises(ValueError, match="unknown maxent trainer 'x'; trainers: cd, gis, scgis, lbfgs"):
+        get_maxent_trainer("x")
+    for bad in ({"sigma2": 0.0}, {"max_passes": -1}, {"tol": -1.0}, {"beta": 1.0}, {"gamma": 0.5}):
+        with pytest.raises(ValueError):
+            MaxentConfig(**bad)
+    with pytest.raises(ValueError, match="weights"):
+        objective(small, np.zeros(3), 10.0)
+    with pytest.raises(ValueError, match="labels"):
+        MaxentData.from_events(np.array([0, 1]), np.array([0]), np.array([5]), 3, 1)
+    with pytest.raises(ValueError, match="unknown maxent trainer"):
+        train_maxent([["a"]], [["X"]], trainer="sgd")
+    with pytest.raises(ValueError, match="labels"):
+        train_maxent([["a", "b"]], [["X"]])
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def _reference_scorer(model: MaxentModel):
+    """Label log-probabilities of a position from predicate strings, independent of the Numba kernels."""
+    weights: dict[str, dict[int, float]] = {}
+    for p, name in enumerate(model.predicates):
+        for t in range(model.feat_ptr[p], model.feat_ptr[p + 1]):
+            weights.setdefault(name, {})[int(model.feat_label[t])] = model.weights[t]
+
+    def logprobs(static: list[str], prev2: str, prev1: str) -> np.ndarray:
+        s = np.zeros(len(model.labels))
+        for p in static + list(history_predicates(prev2, prev1)):
+            for k, v in weights.get(p, {}).items():
+                s[k] += v
+        return s - np.logaddexp.reduce(s)
+
+    return logprobs
+
+
+def _greedy(model, logprobs, toks):
+    out = []
+    for row in token_predicates(toks):
+        lp = logprobs(row, out[-2] if len(out) >= 2 else BOS, out[-1] if out else BOS)
+        out.append(model.labels[int(np.argmax(lp))])
+    return out
+
+
+def _seq_logprob(model, logprobs, toks, tags):
+    total = 0.0
+    for i, row in enumerate(token_predicates(toks)):
+        lp = logprobs(row, tags[i - 2] if i >= 2 else BOS, tags[i - 1] if i >= 1 else BOS)
+        total += lp[model.labels.index(tags[i])]
+    return total
+
+
+def test_beam_one_is_greedy_and_wider_beams_score_higher(pos_model, pos_test):
+    model, _ = pos_model
+    toks, _ = pos_test
+    logprobs = _reference_scorer(model)
+    tags1, lp1 = model.decode(toks, beam=1)
+    assert tags1 == [_greedy(model, logprobs, s) for s in toks]
+    for beam in (3, 10):
+        tags_b, lp_b = model.decode(toks, beam=beam)
+        assert np.all(lp_b >= lp1 - 1e-9)
+        assert np.any(lp_b > lp1 + 1e-6)  # the beam does change some sentences
+        for s in range(0, len(toks), 10):
+            assert lp_b[s] == pytest.approx(_seq_logprob(model, logprobs, toks[s], tags_b[s]), abs=1e-8)
+    assert model.predict(toks) == model.decode(toks, beam=3)[0]
+
+
+def test_accuracy_well_above_majority_baseline(pos_model, pos_test):
+    model, history = pos_model
+    toks, gold = pos_test
+    train_toks, train_tags = _pos("train.txt", 0, 300)
+    counts: dict = {}
+    for ws, ts in zip(train_toks, train_tags):
+        for w, t in zip(ws, ts):
+            counts.setdefault(w, {}).setdefault(t, 0)
+            counts[w][t] += 1
+    overall: dict = {}
+    for c in counts.values():
+        for t, k in c.items():
+            overall[t] = overall.get(t, 0) + k
+    top = max(overall, key=overall.get)
+    flat_gold = [t for s in gold for t in s]
+    base = np.mean([(max(counts[w], key=counts[w].get) if w in counts else top) == t
+                    for s, g in zip(toks, gold) for w, t in zip(s, g)])
+    acc = np.mean([p == t for p, t in zip([t for s in model.predict(toks) for t in s], flat_gold)])
+    assert base < 0.8 and acc > 0.88 and acc > base + 0.08
+    assert np.all(np.diff([r.primal for r in history]) <= 0)
+
+
+def test_round_trip_through_npz(pos_model, pos_test):
+    model, _ = pos_model
+    toks, _ = pos_test
+    arrays, meta = model.to_arrays()
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    buf.seek(0)
+    with np.load(buf, allow_pickle=False) as data:
+        loaded = MaxentModel.from_arrays({k: data[k] for k in data.files}, json.loads(json.dumps(meta)))
+    assert loaded.predict(toks) == model.predict(toks)
+    assert loaded.labels == model.labels and loaded.info == model.info and loaded.beam == 3
+    with pytest.raises(ValueError, match="not a maxent model"):
+        MaxentModel.from_arrays(arrays, {**meta, "kind": "crf"})
+    with pytest.raises(ValueError, match="weights"):
+        MaxentModel.from_arrays({**arrays, "weights": arrays["weights"][:-1]}, meta)
+    with pytest.raises(ValueError, match="missing"):
+        MaxentModel.from_arrays({k: v for k, v in arrays.items() if k != "feat_ptr"}, meta)
+
+
+def test_chunking_uses_pos_inputs():
+    sents = conll2000.iob_sents("train.txt")[:150]
+    test = conll2000.iob_sents("test.txt")[:60]
+
+    def cols(ss):
+        return [[w for w, _, _ in s] for s in ss], [[p for _, p, _ in s] for s in ss], [[c for _, _, c in s] for s in ss]
+
+    toks, pos, chunks = cols(sents)
+    model, _ = train_maxent(toks, chunks, pos, max_passes=8, tol=0.0)
+    assert model.use_pos and any(p.startswith("t[0]=") for p in model.predicates)
+    assert any(p.startswith("y[-2]|y[-1]=") for p in model.predicates)
+    ttoks, tpos, tchunks = cols(test)
+    pred = model.predict(ttoks, tpos)
+    acc = np.mean([a == b for p, g in zip(pred, tchunks) for a, b in zip(p, g)])
+    assert acc > 0.85
+    with pytest.raises(ValueError, match="POS"):
+        model.predict(ttoks)
