@@ -19,8 +19,9 @@ from features.arcs import ArcFeaturizer
 from parser.eisner import eisner_argmax
 from parser.model import Parser
 from parser.problem import ParsingProblem
+from training.path import PathPoint, regularization_path
 from training.records import Callback, TrainResult
-from training.registry import get_trainer
+from training.registry import get_trainer, make_config
 
 
 def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: str):
@@ -41,33 +42,41 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
     return score
 
 
-def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = None, *,
-                 trainer: str = "eg-ll", root: str | None = None, feature_mode: str = "alphabet",
-                 hash_bits: int = 22, callbacks: Sequence[Callback] = (), **settings) -> tuple[Parser, TrainResult]:
-    """Train a first-order projective parser on ``train`` (sentences with heads).
-
-    ``root`` is "single" or "multi" (default: "single" when every training
-    tree has one root child); ``settings`` go to the trainer's config (for
-    ``eg-ll``: C, max_passes, tol, seed, eta_init, order, max_seconds).
-    The dev set, if given, is scored (UAS) after every pass.
-    """
-    if not train:
-        raise ValueError("no training sentences")
+def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: str = "alphabet",
+                          hash_bits: int = 22) -> tuple[ArcFeaturizer, ParsingProblem, float]:
+    """Fit the arc features on ``train`` and compile its parsing problem; also the seconds it took."""
     missing = [i for i, s in enumerate(train) if s.heads is None]
     if missing:
         raise ValueError(f"training sentence {missing[0] + 1} has no heads")
-    spec = get_trainer(trainer)
-    config = spec.config(**settings)
-    root = root or guess_root(train)
     start = time.perf_counter()
     featurizer = ArcFeaturizer.for_corpus(train, feature_mode, hash_bits)
     encoded = featurizer.encode(train)
     heads = [s.heads for s in train]
     featurizer.fit(encoded, heads)
     problem = ParsingProblem(featurizer.part_features(encoded), heads, root)
-    extract_seconds = time.perf_counter() - start
+    return featurizer, problem, time.perf_counter() - start
+
+
+def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = None, *,
+                 trainer: str = "eg-ll", root: str | None = None, feature_mode: str = "alphabet",
+                 hash_bits: int = 22, callbacks: Sequence[Callback] = (), state: dict | None = None, **settings) -> tuple[Parser, TrainResult]:
+    """Train a first-order projective parser on ``train`` (sentences with heads).
+
+    ``root`` is "single" or "multi" (default: "single" when every training
+    tree has one root child); ``settings`` go to the trainer's config (for
+    ``eg-ll``: C, max_passes, tol, seed, eta_init, order, max_seconds; see
+    ``training.registry.TRAINERS`` for the others).  ``state`` warm-starts
+    the trainer.
+    The dev set, if given, is scored (UAS) after every pass.
+    """
+    if not train:
+        raise ValueError("no training sentences")
+    spec = get_trainer(trainer)
+    config = make_config(spec, **settings)
+    root = root or guess_root(train)
+    featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits)
     dev_score = uas_scorer(featurizer, dev, root) if dev else None
-    result = spec.fit(problem, config=config, dev=dev_score, callbacks=tuple(callbacks))
+    result = spec.fit(problem, config=config, dev=dev_score, callbacks=tuple(callbacks), state=state)
     final = result.final
     info = {
         "trainer": trainer,
@@ -80,3 +89,32 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
         "final": final.as_dict(),
     }
     return Parser(featurizer, result.weights, root, info), result
+
+
+def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Sequence[float], *,
+                      trainer: str = "eg-ll", root: str | None = None, feature_mode: str = "alphabet",
+                      hash_bits: int = 22, tol: float = 1e-3, callbacks: Sequence[Callback] = (), on_point=None,
+                      **settings) -> tuple[Parser, list[PathPoint]]:
+    """Train a warm-started path of C values (Collins et al. 2008, Sec. 7.1.2) and return the
+    parser of the C with the best dev UAS, with the path's points."""
+    if not train:
+        raise ValueError("no training sentences")
+    if not dev:
+        raise ValueError("a regularization path picks C on dev data: give a dev set")
+    spec = get_trainer(trainer)
+    root = root or guess_root(train)
+    featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits)
+    points = regularization_path(problem, spec, list(Cs), dev=uas_scorer(featurizer, dev, root), tol=tol,
+                                 callbacks=tuple(callbacks), on_point=on_point, **settings)
+    best = max(points, key=lambda p: p.dev_uas)
+    info = {
+        "trainer": trainer,
+        "C_path": [p.row() for p in points],
+        "config": {"C": best.C, "tol": tol, **settings},
+        "train_sentences": len(train),
+        "n_features": featurizer.n_features,
+        "extract_seconds": extract_seconds,
+        "converged": best.converged,
+        "final": best.result.final.as_dict(),
+    }
+    return Parser(featurizer, best.result.weights, root, info), points

@@ -17,12 +17,12 @@ from typing import Optional
 import typer
 
 from corpora import CorpusError, list_datasets, load_sentences, read_conll, write_conll
-from corpora.datasets import dataset_root, is_dataset
+from corpora.datasets import dataset_root, dataset_task, is_dataset
 from parser.evaluate import attachment_scores
 from parser.model import ModelError, Parser
 from training.eg import EGConfig
 from training.records import PassRecord
-from training.registry import TRAINERS
+from training.registry import TRAINERS, get_trainer, make_config
 
 app = typer.Typer(help="Dependency parsing with exponentiated-gradient training.", no_args_is_help=True,
                   add_completion=False, pretty_exceptions_enable=False)
@@ -30,6 +30,9 @@ data_app = typer.Typer(help="Named data sets.", no_args_is_help=True)
 parser_app = typer.Typer(help="Train, run and evaluate dependency parsers.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 app.add_typer(parser_app, name="parser")
+bench_app = typer.Typer(help="Reproduce the optimizer comparisons and regularization paths of the EG paper.",
+                        no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
 
 USER_ERRORS = (CorpusError, ModelError, ValueError, OSError)
 
@@ -68,9 +71,9 @@ def progress_printer(label: str):
 @data_app.command("list")
 def data_list() -> None:
     """List the named data sets and whether their NLTK packages are found."""
-    typer.echo(f"{'name':<6} {'root':<7} {'found':<6} {'nltk package':<30} description")
+    typer.echo(f"{'name':<16} {'task':<6} {'root':<7} {'found':<6} {'nltk package':<30} description")
     for info in list_datasets():
-        typer.echo(f"{info.name:<6} {info.root:<7} {'yes' if info.found else 'no':<6} "
+        typer.echo(f"{info.name:<16} {info.task:<6} {info.root:<7} {'yes' if info.found else 'no':<6} "
                    f"{info.nltk_package:<30} {info.description}")
 
 
@@ -97,9 +100,17 @@ def _training_data(data: Optional[str], train: Optional[Path], dev: Optional[Pat
             raise CorpusError("--dev goes with --train; a data set brings its own dev split")
         if not is_dataset(data):
             return load_sentences(data, encoding=encoding), None, None
+        if dataset_task(data) != "parse":
+            raise CorpusError(f"data set '{data}' has no dependency trees (its task is '{dataset_task(data)}'); "
+                              "see 'egnlp data list'")
         return load_sentences(data, "train"), load_sentences(data, "dev"), dataset_root(data)
     return (read_conll(train, encoding=encoding),
             read_conll(dev, encoding=encoding) if dev is not None else None, None)
+
+
+def trainer_settings(**options) -> dict:
+    """The options the user gave (not None), named as the trainers' config fields."""
+    return {k: v for k, v in options.items() if v is not None}
 
 
 @parser_app.command("train")
@@ -109,14 +120,19 @@ def parser_train(
     train: Optional[Path] = typer.Option(None, "--train", help="Training CoNLL file."),
     dev: Optional[Path] = typer.Option(None, "--dev", help="Dev CoNLL file, scored after every pass."),
     trainer: str = typer.Option("eg-ll", "--trainer", help=f"One of: {', '.join(TRAINERS)}."),
-    C: float = typer.Option(EGConfig.C, "--C", help="Regularisation constant C of sum_i loss_i + C/2 ||w||^2."),
-    passes: int = typer.Option(EGConfig.max_passes, "--passes", help="Pass limit."),
-    tol: float = typer.Option(EGConfig.tol, "--tol", help="Stop when the relative duality gap is below this."),
-    anneal: bool = typer.Option(EGConfig.anneal, "--anneal/--no-anneal",
-                                help="Start at 10 C and decay to C (converges much faster for small C)."),
-    order: str = typer.Option(EGConfig.order, "--order", help="Example order: random (a fresh permutation "
-                              "per pass) or cyclic."),
-    seed: int = typer.Option(EGConfig.seed, "--seed", help="Seed of the example order."),
+    C: Optional[float] = typer.Option(None, "--C", help=f"Regularisation constant C of sum_i loss_i + C/2 ||w||^2 "
+                                      f"[default: {EGConfig.C:g}]."),
+    C_path: Optional[str] = typer.Option(None, "--C-path", help="START:FACTOR:COUNT, e.g. 1000:0.7:21: train a "
+                                         "warm-started path of C values, print a table, keep the best on dev."),
+    passes: Optional[int] = typer.Option(None, "--passes", help=f"Pass limit [default: {EGConfig.max_passes} for EG]."),
+    tol: Optional[float] = typer.Option(None, "--tol", help=f"Stop when the relative duality gap is below this "
+                                        f"[default: {EGConfig.tol:g} for EG]."),
+    anneal: Optional[bool] = typer.Option(None, "--anneal/--no-anneal",
+                                          help="EG: start at 10 C and decay to C (much faster for small C) [default: on]."),
+    order: Optional[str] = typer.Option(None, "--order", help="EG, BCFW: example order, random (a fresh "
+                                        "permutation per pass) or cyclic."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of every random choice (example order)."),
+    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Stop after this much optimisation time."),
     root: Optional[Root] = typer.Option(None, "--root", help="Tree space: one root child or any number "
                                         "(default: the data set's, or 'single' if every training tree has one)."),
     features: FeatureMode = typer.Option(FeatureMode.alphabet, "--features", help="Feature ids: gold-arc alphabet or hashing."),
@@ -124,18 +140,39 @@ def parser_train(
     encoding: str = typer.Option("utf-8", "--encoding", help="Encoding of the CoNLL files."),
 ) -> None:
     """Train a first-order projective parser and save it."""
-    from egnlp.api import train_parser
+    from egnlp.api import train_parser, train_parser_path
+    from training.path import parse_c_path
 
     try:
+        settings = trainer_settings(max_passes=passes, anneal=anneal, order=order, seed=seed, max_seconds=max_seconds)
+        if C_path is not None and C is not None:
+            raise ValueError("give --C or --C-path, not both")
+        Cs = parse_c_path(C_path) if C_path is not None else None
+        # Check the settings against the trainer before reading any data.
+        make_config(get_trainer(trainer), **settings, **trainer_settings(C=Cs[0] if Cs else C, tol=tol))
         train_sents, dev_sents, data_root = _training_data(data, train, dev, encoding)
         chosen_root = root.value if root is not None else data_root
         start = time.perf_counter()
         typer.echo(f"training on {len(train_sents)} sentences"
                    + (f", dev {len(dev_sents)}" if dev_sents else ""), err=True)
-        model, result = train_parser(
-            train_sents, dev_sents, trainer=trainer, root=chosen_root, feature_mode=features.value,
-            hash_bits=hash_bits, callbacks=[progress_printer(f"trainer {trainer}, C={C}" + (" (annealed)" if anneal else ""))],
-            C=C, max_passes=passes, tol=tol, anneal=anneal, order=order, seed=seed)
+        if Cs is not None:
+            typer.echo(f"{'C':>10} {'eff.it':>8} {'total':>8} {'dev':>7}", err=True)
+
+            def show_point(p) -> None:
+                note = "" if p.converged else "  (not converged)"
+                typer.echo(f"{p.C:10.4g} {p.eff_iters:8.2f} {p.total_eff_iters:8.2f} {p.dev_uas:7.2f}{note}", err=True)
+
+            model, points = train_parser_path(train_sents, dev_sents, Cs, trainer=trainer, root=chosen_root,
+                                              feature_mode=features.value, hash_bits=hash_bits,
+                                              tol=tol if tol is not None else 1e-3, on_point=show_point, **settings)
+            result = next(p.result for p in points if p.C == model.info["config"]["C"])
+            typer.echo(f"best C on dev: {model.info['config']['C']:.4g}", err=True)
+        else:
+            settings.update(trainer_settings(C=C, tol=tol))
+            label = f"trainer {trainer}" + (f", C={C:g}" if C is not None else "")
+            model, result = train_parser(
+                train_sents, dev_sents, trainer=trainer, root=chosen_root, feature_mode=features.value,
+                hash_bits=hash_bits, callbacks=[progress_printer(label)], **settings)
         model.save(out)
     except USER_ERRORS as exc:
         fail(str(exc))
@@ -215,6 +252,106 @@ def demo(data: str = typer.Option("es", "--data", help="Data set to train and te
         fail(str(exc))
     typer.echo(f"\nparser saved to {out}; {data} test:")
     _print_scores(scores, as_json=False)
+
+
+class Objective(str, Enum):
+    ll = "ll"
+    mm = "mm"
+
+
+def _bench_problem(data: str, limit: Optional[int], root: Optional[Root]):
+    """The parsing problem of a data set's train split (or its first ``limit`` sentences) and a dev UAS scorer."""
+    from egnlp.api import build_parsing_problem, uas_scorer
+
+    if not is_dataset(data):
+        raise CorpusError(f"unknown data set '{data}'; see 'egnlp data list'")
+    train_sents, dev_sents, data_root = _training_data(data, None, None, "utf-8")
+    if limit is not None:
+        if limit < 1:
+            raise ValueError("--limit must be at least 1")
+        train_sents = train_sents[:limit]
+    chosen = root.value if root is not None else data_root
+    featurizer, problem, seconds = build_parsing_problem(train_sents, chosen)
+    typer.echo(f"{data}: {len(train_sents)} training sentences, {problem.features.n_features} features "
+               f"({seconds:.1f} s); dev {len(dev_sents)} sentences", err=True)
+    return problem, uas_scorer(featurizer, dev_sents, chosen)
+
+
+@bench_app.command("optimizers")
+def bench_optimizers(
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for curves.csv, summary.json, summary.md, *.png."),
+    data: str = typer.Option("es", "--data", help="Named data set: train split to optimise, dev split to score."),
+    objective: Objective = typer.Option(Objective.ll, "--objective", help="ll (log-linear) or mm (max-margin)."),
+    C: float = typer.Option(10.0, "--C", help="Regularisation constant."),
+    trainers: Optional[str] = typer.Option(None, "--trainers", help="Comma-separated runs; a suffix /cyclic or "
+                                           "/random sets the order [default: eg-ll,lbfgs,sgd,eg-ll-batch for ll; "
+                                           "eg-mm,cutting-plane,bcfw for mm]."),
+    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Time budget of each run."),
+    passes: Optional[int] = typer.Option(None, "--passes", help="Pass (iteration) limit of each run."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the runs' random choices."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N training sentences."),
+    root: Optional[Root] = typer.Option(None, "--root", help="Tree space (default: the data set's)."),
+) -> None:
+    """Run several trainers on one objective and C; write curves, plots and a summary."""
+    from egnlp.bench import DEFAULT_TRAINERS, compare_optimizers, run_spec, write_optimizer_report
+
+    try:
+        specs = [t.strip() for t in trainers.split(",") if t.strip()] if trainers else list(DEFAULT_TRAINERS[objective.value])
+        for spec in specs:
+            name, _ = run_spec(spec)
+            if get_trainer(name).objective != objective.value:
+                raise ValueError(f"trainer '{name}' does not optimise the {objective.value} objective")
+        problem, dev_score = _bench_problem(data, limit, root)
+
+        def progress(spec: str, r: PassRecord) -> None:
+            gap = f"{r.rel_gap:9.2e}" if r.rel_gap is not None else " " * 9
+            dev = f"{r.dev:6.2f}" if r.dev is not None else "     -"
+            typer.echo(f"{spec:>16} {r.passes:4d} {r.eff_iters:8.2f} {r.seconds:8.1f} {r.primal:14.4f} {gap} {dev}",
+                       err=True)
+
+        typer.echo(f"{'run':>16} {'pass':>4} {'eff.it':>8} {'sec':>8} {'primal':>14} {'rel.gap':>9} {'dev':>6}", err=True)
+        runs = compare_optimizers(problem, specs, C, dev=dev_score, max_seconds=max_seconds, max_passes=passes,
+                                  seed=seed, progress=progress)
+        title = f"{data}, {objective.value} objective, C={C:g}"
+        write_optimizer_report(runs, out, title)
+    except USER_ERRORS as exc:
+        fail(str(exc))
+    typer.echo((out / "summary.md").read_text(encoding="utf-8"))
+
+
+@bench_app.command("path")
+def bench_path(
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for path.csv, summary.json, summary.md, path.png."),
+    data: str = typer.Option("es", "--data", help="Named data set: train split to optimise, dev split to score."),
+    objective: Objective = typer.Option(Objective.ll, "--objective", help="ll (eg-ll) or mm (eg-mm)."),
+    trainer: Optional[str] = typer.Option(None, "--trainer", help="Trainer [default: eg-ll or eg-mm]."),
+    C_path: str = typer.Option("1000:0.7:21", "--C-path", help="START:FACTOR:COUNT."),
+    tol: float = typer.Option(1e-3, "--tol", help="Relative duality gap at which each C stops."),
+    passes: Optional[int] = typer.Option(None, "--passes", help="Pass limit for each C."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N training sentences."),
+    root: Optional[Root] = typer.Option(None, "--root", help="Tree space (default: the data set's)."),
+) -> None:
+    """A warm-started path of C values (each from the last solution): the paper's Table 3."""
+    from egnlp.bench import run_path, write_path_report
+    from training.path import parse_c_path
+
+    try:
+        name = trainer or ("eg-ll" if objective == Objective.ll else "eg-mm")
+        if get_trainer(name).objective != objective.value:
+            raise ValueError(f"trainer '{name}' does not optimise the {objective.value} objective")
+        Cs = parse_c_path(C_path)
+        problem, dev_score = _bench_problem(data, limit, root)
+        typer.echo(f"{'C':>10} {'eff.it':>8} {'total':>8} {'dev':>7}", err=True)
+
+        def show(p) -> None:
+            typer.echo(f"{p.C:10.4g} {p.eff_iters:8.2f} {p.total_eff_iters:8.2f} {p.dev_uas:7.2f}"
+                       + ("" if p.converged else "  (not converged)"), err=True)
+
+        points = run_path(problem, name, Cs, dev=dev_score, tol=tol, max_passes=passes, on_point=show)
+        write_path_report(points, out, f"{data}, {name}, C path {C_path}")
+    except USER_ERRORS as exc:
+        fail(str(exc))
+    typer.echo((out / "summary.md").read_text(encoding="utf-8"))
 
 
 def main() -> None:

@@ -8,7 +8,8 @@
     tagger, result = train_crf_tagger(tokens, tags)
     tagger.tag("The economy grew. Prices fell.")
 
-Any trainer of :mod:`training.registry` works on the CRF's structured
+:func:`train_maxent_tagger` trains the maxent tagger (``tagger.maxent``) the
+same way.  Any trainer of :mod:`training.registry` works on the CRF's structured
 problem (:class:`tagger.crf.TaggingProblem`); the default is online EG on
 the log-linear dual (``eg-ll``).
 """
@@ -107,4 +108,41 @@ def train_crf_tagger(train_sentences_tokens: Sequence[Sequence[str]], labels: Se
         "converged": result.converged,
         "final": result.final.as_dict(),
     }
-    return Tagger(CRFModel(featurizer, result.weights), column, info), result
+    vocabulary = {w for toks in tokens for w in toks}
+    return Tagger(CRFModel(featurizer, result.weights), column, info, vocabulary), result
+
+
+def train_maxent_tagger(train_sentences_tokens: Sequence[Sequence[str]], labels: Sequence[Sequence[str]],
+                        pos: Sequence[Sequence[str]] | None = None, *, dev: tuple | None = None,
+                        trainer: str = "cd", column: str | None = None, callbacks: Sequence = (),
+                        **settings) -> tuple[Tagger, list]:
+    """Train a maxent tagger (:func:`tagger.maxent.train_maxent`) and wrap it in a :class:`Tagger`.
+
+    ``pos`` makes a chunker, as for :func:`train_crf_tagger`; ``dev`` is
+    ``(tokens, labels)`` or ``(tokens, labels, pos)``; ``settings`` (sigma2,
+    max_passes, tol, seed, beam, ...) go to ``train_maxent``.  Returns the
+    Tagger (with its training vocabulary) and the per-pass records.
+    """
+    from tagger.maxent import train_maxent
+
+    if len(labels) != len(train_sentences_tokens) or (pos is not None and len(pos) != len(labels)):
+        raise ValueError("tokens, labels (and POS) need one entry per training sentence")
+    keep = [s for s, toks in enumerate(train_sentences_tokens) if len(toks)]
+    if not keep:
+        raise ValueError("no non-empty training sentences")
+    tokens = [list(train_sentences_tokens[s]) for s in keep]
+    gold = [list(labels[s]) for s in keep]
+    pos_kept = [list(pos[s]) for s in keep] if pos is not None else None
+    if dev is not None and len(dev) == 2:
+        dev = (dev[0], dev[1], None)
+    start = time.perf_counter()
+    model, history = train_maxent(tokens, gold, pos_kept, trainer=trainer, dev=dev, callbacks=tuple(callbacks),
+                                  **settings)
+    info = {"trainer": trainer, "settings": dict(settings), "train_sentences": len(tokens),
+            "skipped_empty": len(train_sentences_tokens) - len(tokens),
+            "train_tokens": sum(len(t) for t in tokens), "n_labels": len(model.labels),
+            "seconds": time.perf_counter() - start, **dict(getattr(model, "info", {}) or {})}
+    if history:
+        info["final"] = history[-1].as_dict()
+    vocabulary = {w for toks in tokens for w in toks}
+    return Tagger(model, column, info, vocabulary), history

@@ -1,0 +1,289 @@
+"""Optimizer comparisons and regularization paths, written as CSV, PNG, JSON and Markdown.
+
+These reproduce the comparisons of Collins et al. (2008): online EG against
+L-BFGS, SGD and batch EG on the log-linear objective (Sec. 7.1.3-7.1.4,
+7.2, Fig. 12), against the cutting-plane method on the max-margin objective
+(Sec. 8, Fig. 13), random against cyclic order (Fig. 7), and the
+warm-started path of C values (Sec. 7.1.2, Table 3).  Thin CLI commands
+(``egnlp bench optimizers`` / ``egnlp bench path``) call these functions.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable, Sequence
+
+from training.path import PathPoint, regularization_path
+from training.records import PassRecord
+from training.registry import get_trainer, make_config
+
+THRESHOLDS = ("1e-2", "1e-3", "1e-4")
+DEFAULT_TRAINERS = {"ll": ("eg-ll", "lbfgs", "sgd", "eg-ll-batch"), "mm": ("eg-mm", "cutting-plane", "bcfw")}
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write atomically: a temporary file in the same folder, then a rename."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _csv_text(header: Sequence[str], rows: Sequence[Sequence]) -> str:
+    import io
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def run_spec(spec: str) -> tuple[str, dict]:
+    """``"eg-ll"``, ``"eg-ll/cyclic"``, ``"eg-ll/anneal"``... -> (trainer, settings).
+
+    Suffixes: ``/cyclic`` or ``/random`` (example order), ``/anneal`` (EG:
+    start at 10 C; EG runs are otherwise not annealed here, so that every
+    record is at the C being compared), ``/average`` (SGD iterate averaging).
+    """
+    name, *flags = spec.split("/")
+    trainer = get_trainer(name)
+    fields = set(trainer.config.__dataclass_fields__)
+    settings: dict = {"anneal": False} if "anneal" in fields else {}
+    for flag in flags:
+        if flag in ("random", "cyclic") and "order" in fields:
+            settings["order"] = flag
+        elif flag == "anneal" and "anneal" in fields:
+            settings["anneal"] = True
+        elif flag == "average" and "average" in fields:
+            settings["average"] = True
+        else:
+            raise ValueError(f"run '{spec}': '{flag}' is not a setting of trainer '{name}' "
+                             "(suffixes: /random, /cyclic, /anneal, /average)")
+    return name, settings
+
+
+def first_reaching(records: Sequence[PassRecord], optimum: float, threshold: float) -> PassRecord | None:
+    """The first record at the final C whose relative primal suboptimality is at most ``threshold``."""
+    for r in records:
+        if r.C == records[-1].C and (r.primal - optimum) / max(abs(optimum), 1e-300) <= threshold:
+            return r
+    return None
+
+
+def compare_optimizers(problem, specs: Sequence[str], C: float, *, dev=None, max_seconds: float | None = None,
+                       max_passes: int | None = None, seed: int = 0,
+                       progress: Callable[[str, PassRecord], None] | None = None) -> dict[str, list[PassRecord]]:
+    """Run every trainer spec on ``problem`` at ``C`` from scratch; their records by spec.
+
+    Runs go on until their pass limit or time limit (a tight tolerance), so
+    the curves show convergence well past 1e-4 where the budget allows.
+    """
+    runs: dict[str, list[PassRecord]] = {}
+    for spec in specs:
+        name, settings = run_spec(spec)
+        trainer = get_trainer(name)
+        fields = set(trainer.config.__dataclass_fields__)
+        settings = dict(settings, C=C)
+        if "tol" in fields:
+            settings["tol"] = 1e-12 if name == "lbfgs" else 1e-7
+        if max_seconds is not None:
+            settings["max_seconds"] = max_seconds
+        if max_passes is not None:
+            settings["max_passes"] = max_passes
+        if "seed" in fields:
+            settings["seed"] = seed
+        callbacks = (lambda r, s=spec: progress(s, r),) if progress else ()
+        result = trainer.fit(problem, config=make_config(trainer, **settings), dev=dev, callbacks=callbacks)
+        runs[spec] = result.records
+    return runs
+
+
+def summarize(runs: dict[str, list[PassRecord]]) -> dict:
+    """The ``summary.json`` content: the optimum (best primal of all runs) and, per run,
+    effective iterations and seconds to each relative suboptimality, final primal and dev score."""
+    optimum = min(r.primal for recs in runs.values() for r in recs if r.C == recs[-1].C)
+    summary = {"optimum": optimum, "runs": {}}
+    for spec, recs in runs.items():
+        reached = {t: first_reaching(recs, optimum, float(t)) for t in THRESHOLDS}
+        summary["runs"][spec] = {
+            "eff_iters_to": {t: (r.eff_iters if r else None) for t, r in reached.items()},
+            "seconds_to": {t: (r.seconds if r else None) for t, r in reached.items()},
+            "final_primal": recs[-1].primal,
+            "final_dev_uas": recs[-1].dev,
+            "final_rel_gap": recs[-1].rel_gap,
+        }
+    return summary
+
+
+def ratio_table(summary: dict, reference: str, threshold: str = "1e-3") -> list[tuple[str, float | None, float | None]]:
+    """(run, eff-iteration ratio, seconds ratio) of every run against ``reference`` at ``threshold``."""
+    ref = summary["runs"].get(reference)
+    rows = []
+    for spec, run in summary["runs"].items():
+        if spec == reference or ref is None:
+            continue
+        ratios = []
+        for key in ("eff_iters_to", "seconds_to"):
+            a, b = run[key][threshold], ref[key][threshold]
+            ratios.append(a / b if a is not None and b else None)
+        rows.append((spec, *ratios))
+    return rows
+
+
+def _fmt(v, spec=".3g") -> str:
+    return "never" if v is None else format(v, spec)
+
+
+def markdown_summary(title: str, summary: dict, reference: str | None) -> str:
+    lines = [f"# {title}", "", f"Optimum (best primal of all runs): {summary['optimum']:.6f}", "",
+             "| run | eff. it. to 1e-2 | 1e-3 | 1e-4 | seconds to 1e-2 | 1e-3 | 1e-4 | final primal | final dev |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for spec, run in summary["runs"].items():
+        it = [_fmt(run["eff_iters_to"][t], ".1f") for t in THRESHOLDS]
+        sec = [_fmt(run["seconds_to"][t], ".1f") for t in THRESHOLDS]
+        dev = _fmt(run["final_dev_uas"], ".2f")
+        lines.append(f"| {spec} | {' | '.join(it)} | {' | '.join(sec)} | {run['final_primal']:.4f} | {dev} |")
+    if reference:
+        lines += ["", f"Ratios to {reference} at relative suboptimality 1e-3 (> 1: {reference} is faster):", "",
+                  "| run | eff. iterations | seconds |", "|---|---|---|"]
+        for spec, r_it, r_sec in ratio_table(summary, reference):
+            lines.append(f"| {spec} | {_fmt(r_it, '.2f')} | {_fmt(r_sec, '.2f')} |")
+    return "\n".join(lines) + "\n"
+
+
+def _plot_curves(runs: dict[str, list[PassRecord]], optimum: float, out: Path, title: str) -> list[Path]:
+    """Suboptimality vs effective iterations and seconds, dev score, and duality gaps (if any)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scale = max(abs(optimum), 1e-300)
+    written = []
+    panels = [("eff_iters", "effective iterations"), ("seconds", "seconds")]
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+    for col, (attr, label) in enumerate(panels):
+        ax = axes[0, col]
+        for spec, recs in runs.items():
+            xs = [getattr(r, attr) for r in recs]
+            ys = [max((r.primal - optimum) / scale, 1e-12) for r in recs]
+            ax.semilogy(xs, ys, marker=".", label=spec)
+        ax.set_xlabel(label)
+        ax.set_ylabel("relative primal suboptimality")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+        ax = axes[1, col]
+        for spec, recs in runs.items():
+            pts = [(getattr(r, attr), r.dev) for r in recs if r.dev is not None]
+            if pts:
+                ax.plot(*zip(*pts), marker=".", label=spec)
+        ax.set_xlabel(label)
+        ax.set_ylabel("dev UAS")
+        ax.grid(True, alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    path = out / "curves.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    written.append(path)
+    with_gap = {s: recs for s, recs in runs.items() if any(r.rel_gap is not None for r in recs)}
+    if with_gap:
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        for spec, recs in with_gap.items():
+            pts = [(r.eff_iters, r.primal, -r.dual, max(r.rel_gap, 1e-12)) for r in recs if r.dual is not None]
+            if not pts:
+                continue
+            x, p, d, g = zip(*pts)
+            line, = axes[0].plot(x, p, label=f"{spec} primal")
+            axes[0].plot(x, d, linestyle="--", color=line.get_color(), label=f"{spec} -dual")
+            axes[1].semilogy(x, g, label=spec)
+        axes[0].set_xlabel("effective iterations")
+        axes[0].set_ylabel("objective")
+        lo = optimum - 0.5 * abs(optimum)
+        axes[0].set_ylim(lo, optimum + 1.0 * abs(optimum))
+        axes[0].legend(fontsize=7)
+        axes[1].set_xlabel("effective iterations")
+        axes[1].set_ylabel("relative duality gap")
+        axes[1].legend()
+        for ax in axes:
+            ax.grid(True, which="both", alpha=0.3)
+        fig.tight_layout()
+        path = out / "duality.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def write_optimizer_report(runs: dict[str, list[PassRecord]], out: Path, title: str) -> dict:
+    """curves.csv, summary.json, summary.md and the plots into ``out``; returns the summary."""
+    out.mkdir(parents=True, exist_ok=True)
+    summary = summarize(runs)
+    header = ["run", "passes", "eff_iters", "seconds", "C", "primal", "dual", "gap", "rel_gap", "rel_subopt", "dev"]
+    rows = [[spec, r.passes, r.eff_iters, r.seconds, r.C, r.primal, r.dual, r.gap, r.rel_gap,
+             (r.primal - summary["optimum"]) / max(abs(summary["optimum"]), 1e-300), r.dev]
+            for spec, recs in runs.items() for r in recs]
+    _write_text(out / "curves.csv", _csv_text(header, rows))
+    _write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    reference = next((s for s in runs if s.split("/")[0] in ("eg-ll", "eg-mm")), None)
+    _write_text(out / "summary.md", markdown_summary(title, summary, reference))
+    try:
+        summary["plots"] = [p.name for p in _plot_curves(runs, summary["optimum"], out, title)]
+    except ImportError:
+        summary["plots"] = []
+    return summary
+
+
+def write_path_report(points: Sequence[PathPoint], out: Path, title: str) -> list[dict]:
+    """path.csv, summary.json (a list of rows), summary.md and path.png into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    rows = [p.row() for p in points]
+    _write_text(out / "path.csv", _csv_text(["C", "eff_iters", "total_eff_iters", "dev_uas", "converged"],
+                                            [[p.C, p.eff_iters, p.total_eff_iters, p.dev_uas, p.converged]
+                                             for p in points]))
+    _write_text(out / "summary.json", json.dumps(rows, indent=2) + "\n")
+    lines = [f"# {title}", "", "| C | effective iterations | total | dev UAS |", "|---|---|---|---|"]
+    lines += [f"| {p.C:.4g} | {p.eff_iters:.2f} | {p.total_eff_iters:.2f} | {_fmt(p.dev_uas, '.2f')} |"
+              + ("" if p.converged else " (not converged)") for p in points]
+    _write_text(out / "summary.md", "\n".join(lines) + "\n")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6, 4))
+        pts = [(p.C, p.dev_uas) for p in points if p.dev_uas is not None]
+        if pts:
+            ax.semilogx(*zip(*pts), marker="o")
+        ax.set_xlabel("C")
+        ax.set_ylabel("dev UAS")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(out / "path.png", dpi=100)
+        plt.close(fig)
+    except ImportError:
+        pass
+    return rows
+
+
+def run_path(problem, trainer_name: str, Cs: Sequence[float], *, dev=None, tol: float = 1e-3,
+             max_passes: int | None = None, on_point=None) -> list[PathPoint]:
+    settings = {} if max_passes is None else {"max_passes": max_passes}
+    return regularization_path(problem, get_trainer(trainer_name), list(Cs), dev=dev, tol=tol,
+                               on_point=on_point, **settings)
+
+
+def is_finite(x) -> bool:
+    return x is not None and math.isfinite(x)

@@ -1,0 +1,108 @@
+"""The trainer options of ``egnlp parser train``, ``--C-path`` and the ``egnlp bench`` commands, end to end
+on small slices of the real ``es`` data (the numbers they print are checked against the files they write)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from corpora import load_dataset, write_conll
+from parser.model import Parser
+from test_cli import assert_ok, error_line, run
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("bench")
+    paths = {"train": folder / "train.conll", "dev": folder / "dev.conll", "folder": folder}
+    write_conll(paths["train"], load_dataset("es", "train")[:40])
+    write_conll(paths["dev"], load_dataset("es", "dev")[:30])
+    return paths
+
+
+@pytest.mark.parametrize("trainer", ["lbfgs", "sgd", "eg-mm", "bcfw", "cutting-plane", "eg-ll-batch"])
+def test_every_trainer_trains_a_parser_from_the_cli(small: dict[str, Path], trainer: str) -> None:
+    out = small["folder"] / f"{trainer}.npz"
+    result = run("parser", "train", "--train", small["train"], "--dev", small["dev"], "--out", out,
+                 "--trainer", trainer, "--C", 10, "--passes", 3)
+    assert_ok(result)
+    model = Parser.load(out)
+    assert model.info["trainer"] == trainer
+    assert model.info["config"]["C"] == 10.0
+
+
+def test_a_setting_the_trainer_lacks_is_a_one_line_error(small: dict[str, Path]) -> None:
+    out = small["folder"] / "bad.npz"
+    line = error_line(run("parser", "train", "--train", small["train"], "--out", out, "--trainer", "lbfgs",
+                          "--order", "cyclic"))
+    assert "has no setting order" in line
+    assert not out.exists()
+    line = error_line(run("parser", "train", "--train", small["train"], "--out", out, "--trainer", "svm"))
+    assert "unknown trainer 'svm'" in line
+
+
+def test_a_tagging_data_set_cannot_train_a_parser(tmp_path: Path) -> None:
+    line = error_line(run("parser", "train", "--data", "conll2000-pos", "--out", tmp_path / "m.npz"))
+    assert "no dependency trees" in line
+
+
+def test_C_path_prints_the_table_and_keeps_the_best_C_on_dev(small: dict[str, Path]) -> None:
+    out = small["folder"] / "path.npz"
+    result = run("parser", "train", "--train", small["train"], "--dev", small["dev"], "--out", out,
+                 "--C-path", "100:0.5:3", "--passes", 30)
+    assert_ok(result)
+    model = Parser.load(out)
+    rows = model.info["C_path"]
+    assert [round(r["C"]) for r in rows] == [100, 50, 25]
+    best = max(rows, key=lambda r: r["dev_uas"])
+    assert model.info["config"]["C"] == best["C"]
+    assert f"best C on dev: {best['C']:.4g}" in result.stderr
+    assert rows[-1]["total_eff_iters"] == pytest.approx(sum(r["eff_iters"] for r in rows))
+    error_line(run("parser", "train", "--train", small["train"], "--dev", small["dev"], "--out", out,
+                   "--C-path", "100:0.5:3", "--C", 3))
+    error_line(run("parser", "train", "--train", small["train"], "--dev", small["dev"], "--out", out,
+                   "--C-path", "100:1.5:3"))
+
+
+def test_bench_optimizers_writes_csv_plots_and_the_summary(tmp_path: Path) -> None:
+    out = tmp_path / "opt"
+    result = run("bench", "optimizers", "--data", "es", "--limit", 20, "--C", 10, "--passes", 25,
+                 "--trainers", "eg-ll,eg-ll/cyclic,lbfgs", "--out", out)
+    assert_ok(result)
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["runs"]) == {"eg-ll", "eg-ll/cyclic", "lbfgs"}
+    with open(out / "curves.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert min(float(r["primal"]) for r in rows) == pytest.approx(summary["optimum"])
+    for spec, run_summary in summary["runs"].items():
+        assert set(run_summary["eff_iters_to"]) == {"1e-2", "1e-3", "1e-4"}
+        mine = [r for r in rows if r["run"] == spec]
+        assert float(mine[-1]["primal"]) == pytest.approx(run_summary["final_primal"])
+        first = run_summary["eff_iters_to"]["1e-2"]
+        if first is not None:  # the first record within 1e-2 of the optimum
+            within = [float(r["eff_iters"]) for r in mine if float(r["rel_subopt"]) <= 1e-2]
+            assert first == pytest.approx(within[0])
+    assert summary["runs"]["lbfgs"]["eff_iters_to"]["1e-2"] is not None
+    assert (out / "curves.png").stat().st_size > 0 and (out / "duality.png").stat().st_size > 0
+    assert "| eg-ll |" in result.stdout and "Ratios to eg-ll" in result.stdout
+
+
+def test_bench_rejects_a_trainer_of_the_other_objective(tmp_path: Path) -> None:
+    line = error_line(run("bench", "optimizers", "--objective", "mm", "--trainers", "eg-ll", "--out", tmp_path))
+    assert "does not optimise the mm objective" in line
+    line = error_line(run("bench", "optimizers", "--trainers", "lbfgs/cyclic", "--out", tmp_path))
+    assert "not a setting" in line
+
+
+def test_bench_path_writes_the_table(tmp_path: Path) -> None:
+    out = tmp_path / "path"
+    result = run("bench", "path", "--data", "es", "--limit", 20, "--C-path", "100:0.5:2", "--passes", 40, "--out", out)
+    assert_ok(result)
+    rows = json.loads((out / "summary.json").read_text())
+    assert [set(r) for r in rows] == [{"C", "eff_iters", "total_eff_iters", "dev_uas"}] * 2
+    assert rows[1]["total_eff_iters"] == pytest.approx(rows[0]["eff_iters"] + rows[1]["eff_iters"])
+    assert (out / "path.csv").exists() and (out / "path.png").exists()
+    assert "| 50 |" in result.stdout
