@@ -146,9 +146,11 @@ def test_data_list_shows_every_data_set_as_found() -> None:
     result = run("data", "list")
     assert_ok(result)
     rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()[1:]}
-    for name in ("es", "eu", "wsj"):
+    assert result.stdout.split()[:4] == ["name", "task", "root", "found"]
+    for name in ("es", "eu", "wsj", "brown", "conll2000-pos", "conll2000-chunk", "ptb-pos"):
         assert name in rows, result.stdout
-        assert rows[name][2] == "yes", result.stdout
+        assert rows[name][3] == "yes", result.stdout
+    assert rows["conll2000-chunk"][1] == "chunk" and rows["es"][1] == "parse"
 
 
 def test_data_export_test_split_reads_back_identical(tmp_path: Path) -> None:
