@@ -23,10 +23,12 @@ from typing import Optional
 
 import typer
 
-from corpora import CorpusError, Sentence, is_dataset, load_sentences, parse_conll, read_conll, write_conll
+from corpora import (CorpusError, Sentence, format_conll, is_dataset, load_sentences, parse_conll, read_conll,
+                     write_conll)
 from corpora.conll import decode, read_bytes
 from corpora.datasets import dataset_task
 from corpora.sentence import BLANK
+from egnlp.pipeline import parse_text, text_sentences, to_conllu, tokens_sentence
 from parser.model import ModelError, Parser
 from tagger.evaluate import tag_scores
 from tagger.model import Tagger
@@ -217,7 +219,8 @@ def tagger_train(
                                                   callbacks=[_maxent_progress(f"maxent trainer {trainer}")],
                                                   **settings)
             converged = bool(tagger.info.get("converged"))
-            status = ("converged" if converged else "stopped at the pass limit") + f" after {len(history)} passes"
+            status = ("converged" if converged else "stopped at the pass limit") \
+                + f" after {history[-1].passes if history else 0} passes"
         seconds = time.perf_counter() - start
         tagger.info["train_seconds"] = seconds
         tagger.save(out)
@@ -233,7 +236,11 @@ def _trainer_settings(model: str, trainer: str, **given) -> dict:
     if model == "crf":
         from training.registry import get_trainer
 
-        spec = get_trainer(trainer)
+        try:
+            spec = get_trainer(trainer)
+        except ValueError as exc:
+            hint = " (maxent trainers go with --model maxent)" if trainer in ("cd", "gis", "scgis") else ""
+            raise ValueError(f"{exc}{hint}") from None
         names = {"C": "C", "passes": "max_passes", "tol": "tol", "seed": "seed"}
         fields = {f.name for f in dataclasses.fields(spec.config)}
         for option in ("sigma2", "beam"):
@@ -277,8 +284,6 @@ def tagger_tag(
     encoding: str = typer.Option("utf-8", "--encoding", help="Encoding of the input."),
 ) -> None:
     """Tag raw text or a CoNLL file with a POS tagger or chunker."""
-    from egnlp.pipeline import text_sentences, tokens_sentence
-
     try:
         _choice(fmt, FORMATS, "--format")
         to = _choice(to, FORMATS, "--to") if to is not None else fmt
@@ -308,7 +313,6 @@ def tagger_tag(
             if out is not None:
                 write_conll(out, tagged)
             else:
-                from corpora import format_conll
                 typer.echo(format_conll(tagged), nl=False)
         else:
             lines = "".join(_slash_line(s, tagger) + "\n" for s in tagged)
@@ -414,8 +418,6 @@ def parse_text_command(
     encoding: str = typer.Option("utf-8", "--encoding", help="Encoding of the input."),
 ) -> None:
     """Raw text to dependency trees: split, tokenise, tag, parse; CoNLL-U out."""
-    from egnlp.pipeline import parse_text, to_conllu
-
     try:
         tagger = _load_tagger(tagger_model)
         parser = Parser.load(parser_model)

@@ -70,10 +70,10 @@ def test_C_path_prints_the_table_and_keeps_the_best_C_on_dev(small: dict[str, Pa
 def test_bench_optimizers_writes_csv_plots_and_the_summary(tmp_path: Path) -> None:
     out = tmp_path / "opt"
     result = run("bench", "optimizers", "--data", "es", "--limit", 20, "--C", 10, "--passes", 25,
-                 "--trainers", "eg-ll,eg-ll/cyclic,lbfgs", "--out", out)
+                 "--trainers", "eg-ll,eg-ll/cyclic/fixed,lbfgs", "--out", out)
     assert_ok(result)
     summary = json.loads((out / "summary.json").read_text())
-    assert set(summary["runs"]) == {"eg-ll", "eg-ll/cyclic", "lbfgs"}
+    assert set(summary["runs"]) == {"eg-ll", "eg-ll/cyclic/fixed", "lbfgs"}
     with open(out / "curves.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert min(float(r["primal"]) for r in rows) == pytest.approx(summary["optimum"])

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from features.csr import add_sparse
-from training.problem import StructuredProblem, loss_augmented_examples, scored_examples
+from training.problem import (StructuredProblem, log_linear_primal, loss_augmented_examples, max_margin_primal,
+                              scored_examples)
 from training.records import Callback, DevScorer, Recorder, TrainResult
 
 
@@ -261,10 +262,22 @@ def fit_eg(problem: StructuredProblem, objective: str = "ll", batch: bool = Fals
     rec = Recorder(problem.features.n_examples, dev, callbacks)
 
     def record(passes: int) -> bool:
-        """Record the objectives at the current C; True when converged at the target C."""
+        """Record the objectives; True when converged at the target C.
+
+        While C is annealed (above the target), the record holds the primal at
+        the target C of the current w = W / C_t and no dual: the dual at C_t
+        bounds another problem.  ``C`` in the record is C_t.
+        """
         rec.visits = run.visits
-        r = rec.record(passes, run.W / run.C, run.primal(), run.dual(), run.C)
-        return run.C == config.C and r.rel_gap <= config.tol
+        primal = run.primal()  # at C_t; also the per-example gaps that steer extra visits
+        if run.C == config.C:
+            r = rec.record(passes, run.W / run.C, primal, run.dual(), run.C)
+            return r.rel_gap <= config.tol
+        w = run.W / run.C
+        target = (log_linear_primal(problem, config.C * w, config.C) if objective == "ll"
+                  else max_margin_primal(problem, w, config.C))
+        rec.record(passes, w, target, None, run.C)
+        return False
 
     converged = record(0)
     for p in range(1, config.max_passes + 1):
