@@ -11,7 +11,7 @@ import pytest
 from scipy.optimize import minimize
 
 from corpora import load_dataset
-from features.arcs import ArcFeaturizer
+from egnlp.api import build_parsing_problem
 from parser.problem import ParsingProblem
 from training.eg import EGConfig, _EGRun
 from training.max_margin import simplex_qp
@@ -21,12 +21,7 @@ from training.registry import TRAINERS, get_trainer, make_config
 
 
 def _problem(count: int) -> ParsingProblem:
-    sents = load_dataset("es", "train")[:count]
-    f = ArcFeaturizer("alphabet")
-    enc = f.encode(sents)
-    heads = [s.heads for s in sents]
-    f.fit(enc, heads)
-    return ParsingProblem(f.part_features(enc), heads, "single")
+    return build_parsing_problem(load_dataset("es", "train")[:count], "single")[1]
 
 
 @pytest.fixture(scope="module")

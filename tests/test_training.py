@@ -10,9 +10,8 @@ import pytest
 from scipy.optimize import minimize
 
 from corpora import load_dataset
-from features.arcs import ArcFeaturizer
 from parser.eisner import inside_outside
-from parser.problem import ParsingProblem
+from egnlp.api import build_parsing_problem
 from training.eg import EGConfig, _EGRun, fit_eg_ll
 from training.problem import log_linear_gradient, log_linear_primal
 
@@ -21,12 +20,7 @@ C = 10.0
 
 @pytest.fixture(scope="module")
 def problem():
-    sents = load_dataset("es", "train")[:40]
-    f = ArcFeaturizer("alphabet")
-    enc = f.encode(sents)
-    heads = [s.heads for s in sents]
-    f.fit(enc, heads)
-    return ParsingProblem(f.part_features(enc), heads, "single")
+    return build_parsing_problem(load_dataset("es", "train")[:40], "single")[1]
 
 
 @pytest.fixture(scope="module")
