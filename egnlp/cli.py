@@ -18,18 +18,21 @@ import typer
 
 from corpora import CorpusError, list_datasets, load_sentences, read_conll, write_conll
 from corpora.datasets import dataset_root, dataset_task, is_dataset
+from egnlp.tagger_cli import parse_text_command, tagger_app
 from parser.evaluate import attachment_scores
 from parser.model import ModelError, Parser
 from training.eg import EGConfig
 from training.records import PassRecord
 from training.registry import TRAINERS, get_trainer, make_config
 
-app = typer.Typer(help="Dependency parsing with exponentiated-gradient training.", no_args_is_help=True,
+app = typer.Typer(help="Dependency parsers and POS taggers trained with exponentiated-gradient algorithms.", no_args_is_help=True,
                   add_completion=False, pretty_exceptions_enable=False)
 data_app = typer.Typer(help="Named data sets.", no_args_is_help=True)
 parser_app = typer.Typer(help="Train, run and evaluate dependency parsers.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 app.add_typer(parser_app, name="parser")
+app.add_typer(tagger_app, name="tagger")
+app.command("parse-text")(parse_text_command)
 bench_app = typer.Typer(help="Reproduce the optimizer comparisons and regularization paths of the EG paper.",
                         no_args_is_help=True)
 app.add_typer(bench_app, name="bench")

@@ -272,8 +272,8 @@ def _load_tagger(path: Path) -> Tagger:
 
 @tagger_app.command("tag")
 def tagger_tag(
-    model: Path = typer.Argument(..., help="Model file written by 'egnlp tagger train'."),
-    input: str = typer.Argument(STDIN, help="Input file, or - for stdin."),
+    model: Path = typer.Argument(..., metavar="MODEL", help="Model file written by 'egnlp tagger train'."),
+    input: str = typer.Argument(STDIN, metavar="INPUT", help="Input file, or - for stdin."),
     fmt: str = typer.Option("text", "--format", help="Input format: text (raw text, split into sentences and "
                             "tokenised) or conll (a CoNLL file, 10 or 11 columns, heads not needed)."),
     to: Optional[str] = typer.Option(None, "--to", help="Output format: text (word/TAG, a sentence per line) or "
@@ -358,8 +358,8 @@ def _pct(value: Optional[float]) -> str:
 
 @tagger_app.command("evaluate")
 def tagger_evaluate(
-    gold: Path = typer.Argument(..., help="Gold CoNLL file."),
-    pred: Path = typer.Argument(..., help="Predicted CoNLL file (same sentences and tokens)."),
+    gold: Path = typer.Argument(..., metavar="GOLD", help="Gold CoNLL file."),
+    pred: Path = typer.Argument(..., metavar="PRED", help="Predicted CoNLL file (same sentences and tokens)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     model: Optional[Path] = typer.Option(None, "--model", help="The tagger that made the prediction: its "
                                          "training vocabulary gives unknown-word accuracy, its column the column."),
@@ -411,9 +411,9 @@ def tagger_evaluate(
 
 
 def parse_text_command(
-    tagger_model: Path = typer.Argument(..., help="POS tagger model (egnlp tagger train)."),
-    parser_model: Path = typer.Argument(..., help="Parser model (egnlp parser train)."),
-    input: str = typer.Argument(STDIN, help="Raw text file, or - for stdin."),
+    tagger_model: Path = typer.Argument(..., metavar="TAGGER", help="POS tagger model (egnlp tagger train)."),
+    parser_model: Path = typer.Argument(..., metavar="PARSER", help="Parser model (egnlp parser train)."),
+    input: str = typer.Argument(STDIN, metavar="INPUT", help="Raw text file, or - for stdin."),
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="CoNLL-U file to write (default: stdout)."),
     encoding: str = typer.Option("utf-8", "--encoding", help="Encoding of the input."),
 ) -> None:

@@ -10,6 +10,12 @@ format version, the kind ``egnlp-tagger``, the inner kind (``crf`` or
 ``maxent``), the label column (``pos`` or ``chunk``), the inner model's own
 metadata and the training information.  It is written to a temporary file
 and renamed (:func:`parser.model.write_npz_atomic`).
+
+The training vocabulary (the sorted word forms of the training sentences, for
+accuracy on unknown words) is stored, when the Tagger has one, as the arrays
+``vocab_bytes`` (the UTF-8 forms concatenated, uint8) and ``vocab_offsets``
+(int64, one more than the forms); files without them load with
+``vocabulary = None``.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from tagger.text import sentences_and_tokens
 FORMAT_VERSION = 1
 MODEL_KIND = "egnlp-tagger"
 COLUMNS = ("pos", "chunk")
+VOCAB_ARRAYS = ("vocab_bytes", "vocab_offsets")
 
 __all__ = ["COLUMNS", "FORMAT_VERSION", "MODEL_KIND", "ModelError", "SequenceModel", "Tagger"]
 
@@ -59,20 +66,46 @@ def _inner_class(kind: str) -> type:
     raise ModelError(f"unknown tagger model kind {kind!r} (known: crf, maxent)")
 
 
+def _vocab_to_arrays(forms: Sequence[str]) -> dict[str, np.ndarray]:
+    encoded = [f.encode("utf-8") for f in forms]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    return {"vocab_bytes": np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(), "vocab_offsets": offsets}
+
+
+def _vocab_from_arrays(arrays: dict[str, np.ndarray]) -> list[str] | None:
+    """The vocabulary stored in ``arrays`` (removing its arrays), None when there is none; ValueError if broken."""
+    present = [name for name in VOCAB_ARRAYS if name in arrays]
+    if not present:
+        return None
+    if len(present) != len(VOCAB_ARRAYS):
+        raise ValueError(f"vocabulary array {present[0]!r} without its partner")
+    data, offsets = arrays.pop("vocab_bytes"), arrays.pop("vocab_offsets")
+    if data.dtype != np.uint8 or data.ndim != 1 or offsets.ndim != 1 or offsets.dtype.kind not in "iu" \
+            or offsets.size < 1 or offsets[0] != 0 or offsets[-1] != data.size or np.any(np.diff(offsets) < 0):
+        raise ValueError("malformed vocabulary arrays")
+    raw = data.tobytes()
+    return [raw[offsets[k]:offsets[k + 1]].decode("utf-8") for k in range(offsets.size - 1)]
+
+
 class Tagger:
     """A POS tagger or chunker over tokens, raw text or corpora.
 
     ``column`` is the label column the model predicts: ``"pos"`` or
     ``"chunk"`` (default: ``"chunk"`` when the model reads POS tags).
+    ``vocabulary`` is the set of word forms seen in training (kept sorted;
+    None when unknown), used to score accuracy on unknown words.
     """
 
-    def __init__(self, model: SequenceModel, column: str | None = None, info: dict[str, Any] | None = None):
+    def __init__(self, model: SequenceModel, column: str | None = None, info: dict[str, Any] | None = None,
+                 vocabulary: "Sequence[str] | set[str] | frozenset[str] | None" = None):
         column = column or ("chunk" if model.use_pos else "pos")
         if column not in COLUMNS:
             raise ValueError(f"column must be one of {', '.join(COLUMNS)}, not {column!r}")
         self.model = model
         self.column = column
         self.info = dict(info or {})
+        self.vocabulary: list[str] | None = sorted(set(vocabulary)) if vocabulary is not None else None
 
     @property
     def kind(self) -> str:
@@ -160,8 +193,11 @@ class Tagger:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         arrays, inner_meta = self.model.to_arrays()
-        if "meta" in arrays:
-            raise ValueError("an inner model may not name an array 'meta'")
+        reserved = [name for name in ("meta", *VOCAB_ARRAYS) if name in arrays]
+        if reserved:
+            raise ValueError(f"an inner model may not name an array {reserved[0]!r}")
+        if self.vocabulary is not None:
+            arrays = {**arrays, **_vocab_to_arrays(self.vocabulary)}
         meta = {
             "kind": MODEL_KIND,
             "format_version": FORMAT_VERSION,
@@ -186,10 +222,11 @@ class Tagger:
         except ModelError as exc:
             raise ModelError(f"{path}: {exc}") from None
         try:
+            vocabulary = _vocab_from_arrays(arrays)
             model = inner_cls.from_arrays(arrays, inner)
         except (KeyError, ValueError, TypeError, IndexError, UnicodeDecodeError) as exc:
             detail = f"missing {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
             raise ModelError(f"{path}: inconsistent model file ({detail})") from None
         if getattr(model, "kind", None) != kind:
             raise ModelError(f"{path}: inconsistent model file (inner kind {kind!r} built a {model.kind!r} model)")
-        return cls(model, column, meta.get("info"))
+        return cls(model, column, meta.get("info"), vocabulary)

@@ -18,14 +18,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import typer
 from typer.testing import CliRunner, Result
 
 from corpora import load_dataset, load_sentences, parse_conll, read_conll, write_conll
 from corpora.sentence import CPOS, POS
 from egnlp.api import train_parser
 from egnlp.pipeline import parse_text, to_conllu
-from egnlp.tagger_cli import parse_text_command, tagger_app
+from egnlp.cli import app
 from tagger import Tagger
 from tagger.evaluate import tag_scores
 from tagger.text import sentences_and_tokens, split_sentences
@@ -36,20 +35,7 @@ TEXT = ("The company said its profit rose 5 % in the third quarter. Mr. Smith, t
         "expects sales to grow next year!\n\nShares fell 2.5 cents.")
 
 
-def _app() -> typer.Typer:
-    from egnlp.cli import app
-
-    groups = {group.name for group in app.registered_groups}
-    commands = {command.name for command in app.registered_commands}
-    if "tagger" in groups and "parse-text" in commands:
-        return app
-    local = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    local.add_typer(tagger_app, name="tagger")
-    local.command("parse-text")(parse_text_command)
-    return local
-
-
-APP = _app()
+APP = app
 
 
 def run(*args: object, input: str | None = None) -> Result:
