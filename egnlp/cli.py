@@ -236,25 +236,62 @@ def parser_evaluate(
 
 
 @app.command("demo")
-def demo(data: str = typer.Option("es", "--data", help="Data set to train and test on."),
-         out: Path = typer.Option(Path("runs/demo-parser.npz"), "--out", help="Where to save the model.")) -> None:
-    """Train a parser on a data set's train split, parse its test split, print the scores."""
+def demo(data: str = typer.Option("wsj", "--data", help="Dependency data set for the parser."),
+         tagger_data: str = typer.Option("ptb-pos", "--tagger-data", help="POS data set for the tagger."),
+         out: Path = typer.Option(Path("runs"), "--out", help="Folder for the two models."),
+         limit: Optional[int] = typer.Option(None, "--limit", help="Train on the first N sentences only (a quick check)."),
+         passes: Optional[int] = typer.Option(None, "--passes", help="Pass limit of both trainers.")) -> None:
+    """Train a parser and a POS tagger with the defaults, tag and parse the test split, print the scores.
+
+    When the tagger's test sentences are the parser's (wsj and ptb-pos), the
+    parser also runs on the predicted tags.
+    """
     from egnlp.api import train_parser
+    from egnlp.tagging import train_crf_tagger
+    from tagger.evaluate import tag_scores
 
     try:
-        if not is_dataset(data):
-            raise CorpusError(f"unknown data set '{data}'; see 'egnlp data list'")
+        for name, task in ((data, "parse"), (tagger_data, "pos")):
+            if not is_dataset(name):
+                raise CorpusError(f"unknown data set '{name}'; see 'egnlp data list'")
+            if dataset_task(name) != task:
+                raise CorpusError(f"data set '{name}' is for the task '{dataset_task(name)}', not '{task}'")
+        out.mkdir(parents=True, exist_ok=True)
+        if limit is not None and limit < 1:
+            raise ValueError("--limit must be at least 1")
+        settings = trainer_settings(max_passes=passes)
         train_sents, dev_sents, test_sents = (load_sentences(data, s) for s in ("train", "dev", "test"))
-        typer.echo(f"data set {data}: train {len(train_sents)}, dev {len(dev_sents)}, test {len(test_sents)} sentences",
-                   err=True)
-        model, _ = train_parser(train_sents, dev_sents, root=dataset_root(data),
-                                callbacks=[progress_printer("parser: online EG, log-linear")])
-        model.save(out)
-        scores = attachment_scores(test_sents, model.parse(test_sents))
+        train_sents = train_sents[:limit]
+        typer.echo(f"parser data {data}: train {len(train_sents)}, dev {len(dev_sents)}, test {len(test_sents)} "
+                   "sentences", err=True)
+        parser, _ = train_parser(train_sents, dev_sents, root=dataset_root(data),
+                                 callbacks=[progress_printer("parser: online EG, log-linear")], **settings)
+        parser.save(out / "demo-parser.npz")
+        t_train, t_dev, t_test = (load_sentences(tagger_data, s) for s in ("train", "dev", "test"))
+        t_train = t_train[:limit]
+        typer.echo(f"\ntagger data {tagger_data}: train {len(t_train)}, dev {len(t_dev)}, test {len(t_test)} "
+                   "sentences", err=True)
+        tagger, _ = train_crf_tagger([s.forms for s in t_train], [s.pos for s in t_train],
+                                     dev=([s.forms for s in t_dev], [s.pos for s in t_dev]),
+                                     callbacks=[progress_printer("tagger: CRF, online EG, log-linear")], **settings)
+        tagger.save(out / "demo-tagger.npz")
+        tagged = tagger.tag_corpus(t_test)
+        tags = tag_scores(t_test, tagged, column="pos", train_vocab=tagger.vocabulary)
+        gold_tags = attachment_scores(test_sents, parser.parse(test_sents))
+        rows = [("parser", f"{data} test, gold POS", f"UAS {gold_tags['uas']:.2f}  "
+                 f"(no punct. {gold_tags['uas_nopunct']:.2f})")]
+        rows.append(("tagger", f"{tagger_data} test", f"accuracy {tags['accuracy']:.2f}  "
+                     f"(unknown words {tags['unknown_accuracy']:.2f})"))
+        if [s.forms for s in t_test] == [s.forms for s in test_sents]:
+            predicted_input = tagger.tag_corpus(test_sents)
+            auto = attachment_scores(test_sents, parser.parse(predicted_input))
+            rows.append(("tagger + parser", f"{data} test, predicted POS", f"UAS {auto['uas']:.2f}  "
+                         f"(no punct. {auto['uas_nopunct']:.2f})"))
     except USER_ERRORS as exc:
         fail(str(exc))
-    typer.echo(f"\nparser saved to {out}; {data} test:")
-    _print_scores(scores, as_json=False)
+    typer.echo(f"\nmodels saved to {out / 'demo-parser.npz'} and {out / 'demo-tagger.npz'}")
+    for what, where, score in rows:
+        typer.echo(f"{what:<16} {where:<28} {score}")
 
 
 class Objective(str, Enum):

@@ -39,9 +39,13 @@ DEFAULT_C = 1.0
 
 def accuracy_scorer(featurizer: ChainFeaturizer, tokens: Sequence[Sequence[str]], labels: Sequence[Sequence[str]],
                     pos: Sequence[Sequence[str]] | None = None):
-    """A ``w -> token accuracy (%)`` function over labelled sentences, for dev records."""
+    """A ``w -> token accuracy (%)`` function over labelled sentences, for dev records.
+
+    A dev label never seen in training counts as an error (id -1 matches no prediction).
+    """
     features = featurizer.features(featurizer.encode(tokens, pos if featurizer.use_pos else None))
-    gold = featurizer.label_ids(labels)
+    index = featurizer.label_index
+    gold = [np.array([index.get(lab, -1) for lab in seq], dtype=np.int64) for seq in labels]
     total = sum(len(g) for g in gold)
 
     def score(w: np.ndarray) -> float:

@@ -106,3 +106,15 @@ def test_bench_path_writes_the_table(tmp_path: Path) -> None:
     assert rows[1]["total_eff_iters"] == pytest.approx(rows[0]["eff_iters"] + rows[1]["eff_iters"])
     assert (out / "path.csv").exists() and (out / "path.png").exists()
     assert "| 50 |" in result.stdout
+
+
+def test_demo_trains_a_parser_and_a_tagger_and_parses_with_predicted_tags(tmp_path: Path) -> None:
+    result = run("demo", "--limit", 40, "--passes", 2, "--out", tmp_path)
+    assert_ok(result)
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("parser ") and "UAS" in line for line in lines), result.stdout
+    assert any(line.startswith("tagger ") and "accuracy" in line for line in lines), result.stdout
+    assert any(line.startswith("tagger + parser") and "predicted POS" in line for line in lines), result.stdout
+    assert (tmp_path / "demo-parser.npz").exists() and (tmp_path / "demo-tagger.npz").exists()
+    assert "data set 'conll2000-chunk' is for the task 'chunk'" in error_line(
+        run("demo", "--tagger-data", "conll2000-chunk", "--out", tmp_path))
