@@ -65,6 +65,7 @@ from numba import njit
 
 from tagger.chain import forward_backward, log_partition, viterbi
 from tagger.predicates import token_predicates
+from tagger.strings import pack_strings, unpack_strings
 
 KIND = "crf"
 _PROBE = (["The", "U.S.", "Mr.", "McDonald's", "1,984", "well-known", "dogs", "ran", "."],
@@ -588,19 +589,6 @@ class ChainFeaturizer:
 # ---------------------------------------------------------------------------
 
 
-def _strings_to_arrays(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """UTF-8 bytes of all strings concatenated (uint8) and their offsets (int64)."""
-    encoded = [s.encode("utf-8") for s in strings]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in encoded], out=offsets[1:])
-    return np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(), offsets
-
-
-def _arrays_to_strings(data: np.ndarray, offsets: np.ndarray) -> list[str]:
-    raw = data.tobytes()
-    return [raw[offsets[k]:offsets[k + 1]].decode("utf-8") for k in range(offsets.shape[0] - 1)]
-
-
 class CRFModel:
     """A trained linear-chain CRF: featurizer + weights (the ``crf`` kind of a :class:`tagger.Tagger`)."""
 
@@ -636,7 +624,7 @@ class CRFModel:
 
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict]:
         f = self.featurizer
-        pred_bytes, pred_offsets = _strings_to_arrays(f.predicates)
+        pred_bytes, pred_offsets = pack_strings(f.predicates)
         arrays = {"weights": self.weights, "pred_bytes": pred_bytes, "pred_offsets": pred_offsets,
                   "lab_ptr": f.lab_ptr, "lab_labels": f.lab_labels, "trans_pairs": f.trans_pairs}
         meta = {"labels": f.labels, **f.config()}
@@ -649,7 +637,7 @@ class CRFModel:
         if meta["predicates"] != predicates_fingerprint(use_pos):
             raise ValueError("the model was trained with other observation predicates "
                              "(tagger/predicates.py changed); retrain it")
-        featurizer = ChainFeaturizer(meta["labels"], _arrays_to_strings(arrays["pred_bytes"], arrays["pred_offsets"]),
+        featurizer = ChainFeaturizer(meta["labels"], unpack_strings(arrays["pred_bytes"], arrays["pred_offsets"]),
                                      arrays["lab_ptr"], arrays["lab_labels"], arrays["trans_pairs"],
                                      use_pos=use_pos, all_transitions=bool(meta["all_transitions"]))
         return cls(featurizer, arrays["weights"])

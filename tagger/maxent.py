@@ -26,9 +26,10 @@ import numpy as np
 from numba import njit
 
 from tagger.predicates import BOS, token_predicates
+from tagger.strings import pack_strings, unpack_strings
 from training.maxent import (MaxentConfig, MaxentData, MaxentRecord, event_scores, get_maxent_trainer)
 
-MODEL_FORMAT = 1
+MODEL_FORMAT = 2  # 2: predicates as UTF-8 bytes + offsets (1: a fixed-width str array)
 H1 = "y[-1]="
 H2 = "y[-2]|y[-1]="
 
@@ -281,7 +282,8 @@ class MaxentModel:
 
     # -- storage
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict]:
-        arrays = {"predicates": np.array(self.predicates, dtype=np.str_), "feat_ptr": self.feat_ptr,
+        pred_bytes, pred_offsets = pack_strings(self.predicates)
+        arrays = {"pred_bytes": pred_bytes, "pred_offsets": pred_offsets, "feat_ptr": self.feat_ptr,
                   "feat_label": self.feat_label, "weights": self.weights}
         meta = {"kind": self.kind, "format": MODEL_FORMAT, "labels": list(self.labels), "use_pos": self.use_pos,
                 "beam": self.beam, "history": [H1, H2], "info": self.info}
@@ -296,13 +298,11 @@ class MaxentModel:
                              f"{MODEL_FORMAT}); retrain the model")
         if meta.get("history") != [H1, H2]:
             raise ValueError(f"maxent model with history predicates {meta.get('history')!r}, expected {[H1, H2]}")
-        missing = [k for k in ("predicates", "feat_ptr", "feat_label", "weights") if k not in arrays]
+        missing = [k for k in ("pred_bytes", "pred_offsets", "feat_ptr", "feat_label", "weights") if k not in arrays]
         if missing or "labels" not in meta:
             raise ValueError(f"inconsistent maxent model (missing {', '.join(missing) or 'labels'})")
-        preds = np.asarray(arrays["predicates"])
-        if preds.ndim != 1 or (preds.size and preds.dtype.kind != "U"):
-            raise ValueError("maxent model predicates must be a 1-d array of str")
-        return cls(meta["labels"], preds.tolist(), arrays["feat_ptr"], arrays["feat_label"], arrays["weights"],
+        preds = unpack_strings(arrays["pred_bytes"], arrays["pred_offsets"])
+        return cls(meta["labels"], preds, arrays["feat_ptr"], arrays["feat_label"], arrays["weights"],
                    use_pos=bool(meta.get("use_pos", False)), beam=int(meta.get("beam", 3)), info=meta.get("info"))
 
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from corpora import Sentence
 from parser.model import ModelError, read_npz, write_npz_atomic
+from tagger.strings import pack_strings, unpack_strings
 from tagger.text import sentences_and_tokens
 
 FORMAT_VERSION = 1
@@ -67,10 +68,8 @@ def _inner_class(kind: str) -> type:
 
 
 def _vocab_to_arrays(forms: Sequence[str]) -> dict[str, np.ndarray]:
-    encoded = [f.encode("utf-8") for f in forms]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in encoded], out=offsets[1:])
-    return {"vocab_bytes": np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(), "vocab_offsets": offsets}
+    data, offsets = pack_strings(forms)
+    return {"vocab_bytes": data, "vocab_offsets": offsets}
 
 
 def _vocab_from_arrays(arrays: dict[str, np.ndarray]) -> list[str] | None:
@@ -80,12 +79,7 @@ def _vocab_from_arrays(arrays: dict[str, np.ndarray]) -> list[str] | None:
         return None
     if len(present) != len(VOCAB_ARRAYS):
         raise ValueError(f"vocabulary array {present[0]!r} without its partner")
-    data, offsets = arrays.pop("vocab_bytes"), arrays.pop("vocab_offsets")
-    if data.dtype != np.uint8 or data.ndim != 1 or offsets.ndim != 1 or offsets.dtype.kind not in "iu" \
-            or offsets.size < 1 or offsets[0] != 0 or offsets[-1] != data.size or np.any(np.diff(offsets) < 0):
-        raise ValueError("malformed vocabulary arrays")
-    raw = data.tobytes()
-    return [raw[offsets[k]:offsets[k + 1]].decode("utf-8") for k in range(offsets.size - 1)]
+    return unpack_strings(arrays.pop("vocab_bytes"), arrays.pop("vocab_offsets"))
 
 
 class Tagger:

@@ -209,3 +209,17 @@ def test_marginals_need_a_crf():
     assert tagger.predict([["a"], [], ["b", "c"]]) == [["NN"], [], ["NN", "NN"]]
     with pytest.raises(ValueError, match="only CRF taggers"):
         tagger.marginals(["a"])
+
+
+def test_packed_strings_round_trip_and_reject_broken_arrays():
+    from tagger.strings import pack_strings, unpack_strings
+
+    words = ["", "año", "w[-1]|w[0]=the|man", "日本"]
+    data, offsets = pack_strings(words)
+    assert data.dtype == np.uint8 and offsets.dtype == np.int64
+    assert unpack_strings(data, offsets) == words
+    for bad in (offsets[::-1], offsets[:-1], offsets.astype(float)):
+        with pytest.raises(ValueError):
+            unpack_strings(data, bad)
+    with pytest.raises(ValueError):
+        unpack_strings(np.array([0xFF], dtype=np.uint8), np.array([0, 1]))
