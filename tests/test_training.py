@@ -150,7 +150,7 @@ def test_annealed_C_starts_at_ten_times_C_and_reaches_C():
 
 
 def test_long_sentences_holding_the_gap_get_extra_visits(problem):
-    run = _EGRun(problem, EGConfig(C=C, anneal=False, revisit_max=3, revisit_share=2.0))
+    run = _EGRun(problem, EGConfig(C=C, anneal=False, revisit_max=3, revisit_share=2.0, theta_init=0.0))
     for i in range(problem.features.n_examples):
         run.visit(i)
     run.primal()  # fills the per-example gaps
