@@ -55,6 +55,17 @@ def accuracy_scorer(featurizer: ChainFeaturizer, tokens: Sequence[Sequence[str]]
     return score
 
 
+def _non_empty(tokens_list, labels, pos):
+    """The training sentences that have tokens (as lists), after checking the three inputs line up."""
+    if len(labels) != len(tokens_list) or (pos is not None and len(pos) != len(labels)):
+        raise ValueError("tokens, labels (and POS) need one entry per training sentence")
+    keep = [s for s, toks in enumerate(tokens_list) if len(toks)]
+    if not keep:
+        raise ValueError("no non-empty training sentences")
+    return ([list(tokens_list[s]) for s in keep], [list(labels[s]) for s in keep],
+            [list(pos[s]) for s in keep] if pos is not None else None)
+
+
 def train_crf_tagger(train_sentences_tokens: Sequence[Sequence[str]], labels: Sequence[Sequence[str]],
                      pos: Sequence[Sequence[str]] | None = None, *, dev: tuple | None = None,
                      trainer: str = "eg-ll", column: str | None = None, all_transitions: bool = False,
@@ -69,14 +80,7 @@ def train_crf_tagger(train_sentences_tokens: Sequence[Sequence[str]], labels: Se
     the trainer's config; C defaults to :data:`DEFAULT_C`.  Empty sentences
     are left out of training (they carry no information).
     """
-    if len(labels) != len(train_sentences_tokens) or (pos is not None and len(pos) != len(labels)):
-        raise ValueError("tokens, labels (and POS) need one entry per training sentence")
-    keep = [s for s, toks in enumerate(train_sentences_tokens) if len(toks)]
-    if not keep:
-        raise ValueError("no non-empty training sentences")
-    tokens = [list(train_sentences_tokens[s]) for s in keep]
-    gold = [list(labels[s]) for s in keep]
-    pos_kept = [list(pos[s]) for s in keep] if pos is not None else None
+    tokens, gold, pos_kept = _non_empty(train_sentences_tokens, labels, pos)
     spec = get_trainer(trainer)
     fields = {f.name for f in dataclasses.fields(spec.config)}
     if "C" in fields:
@@ -129,14 +133,7 @@ def train_maxent_tagger(train_sentences_tokens: Sequence[Sequence[str]], labels:
     """
     from tagger.maxent import train_maxent
 
-    if len(labels) != len(train_sentences_tokens) or (pos is not None and len(pos) != len(labels)):
-        raise ValueError("tokens, labels (and POS) need one entry per training sentence")
-    keep = [s for s, toks in enumerate(train_sentences_tokens) if len(toks)]
-    if not keep:
-        raise ValueError("no non-empty training sentences")
-    tokens = [list(train_sentences_tokens[s]) for s in keep]
-    gold = [list(labels[s]) for s in keep]
-    pos_kept = [list(pos[s]) for s in keep] if pos is not None else None
+    tokens, gold, pos_kept = _non_empty(train_sentences_tokens, labels, pos)
     if dev is not None and len(dev) == 2:
         dev = (dev[0], dev[1], None)
     start = time.perf_counter()
