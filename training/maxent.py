@@ -264,15 +264,26 @@ def _is_newton(w_t, emp_t, E_t, fs, inv_s2, tol, max_iter):
 
 @njit(cache=True)
 def _update_sums(t, z, feat_pred, feat_label, pr_ptr, pr_ev, S, T):
-    """Eqs. (18)-(19) for w_t += z on 0/1 features: one exp (Sec. 4.3)."""
+    """Eqs. (18)-(19) for w_t += z on 0/1 features: one exp (Sec. 4.3).
+
+    When label k held nearly all of T_i and its term shrinks, T_i + S_ki (e^z - 1)
+    cancels: T_i is then summed afresh over the labels (rare; it would
+    otherwise reach 0 or below on large corpora).
+    """
     p = feat_pred[t]
     k = feat_label[t]
     em1 = np.expm1(z)
     for j in range(pr_ptr[p], pr_ptr[p + 1]):
         i = pr_ev[j]
         s = S[k, i]
-        T[i] += s * em1
+        old = T[i]
         S[k, i] = s + s * em1
+        T[i] = old + s * em1
+        if em1 < 0.0 and T[i] <= 1e-8 * old:
+            acc = 0.0
+            for lab in range(S.shape[0]):
+                acc += S[lab, i]
+            T[i] = acc
 
 
 # ---------------------------------------------------------------------------
