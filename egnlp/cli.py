@@ -19,6 +19,7 @@ import typer
 from corpora import CorpusError, list_datasets, load_sentences, read_conll, write_conll
 from corpora.datasets import dataset_root, dataset_task, is_dataset
 from egnlp.tagger_cli import parse_text_command, tagger_app
+from egnlp.api import DEFAULT_PARSER_C, DEFAULT_PARSER_TRAINER
 from parser.evaluate import attachment_scores
 from parser.model import ModelError, Parser
 from training.eg import EGConfig
@@ -122,9 +123,10 @@ def parser_train(
     data: Optional[str] = typer.Option(None, "--data", help="Named data set (its train and dev splits) or a CoNLL file."),
     train: Optional[Path] = typer.Option(None, "--train", help="Training CoNLL file."),
     dev: Optional[Path] = typer.Option(None, "--dev", help="Dev CoNLL file, scored after every pass."),
-    trainer: str = typer.Option("eg-ll", "--trainer", help=f"One of: {', '.join(TRAINERS)}."),
-    C: Optional[float] = typer.Option(None, "--C", help=f"Regularisation constant C of sum_i loss_i + C/2 ||w||^2 "
-                                      f"[default: {EGConfig.C:g}]."),
+    trainer: str = typer.Option(DEFAULT_PARSER_TRAINER, "--trainer", help=f"One of: {', '.join(TRAINERS)}."),
+    C: Optional[float] = typer.Option(None, "--C", help="Regularisation constant C of sum_i loss_i + C/2 ||w||^2 "
+                                      f"[default: {DEFAULT_PARSER_C['mm']:g} for max-margin trainers, "
+                                      f"{DEFAULT_PARSER_C['ll']:g} for log-linear ones]."),
     C_path: Optional[str] = typer.Option(None, "--C-path", help="START:FACTOR:COUNT, e.g. 1000:0.7:21: train a "
                                          "warm-started path of C values, print a table, keep the best on dev."),
     passes: Optional[int] = typer.Option(None, "--passes", help=f"Pass limit [default: {EGConfig.max_passes} for EG]."),
@@ -152,7 +154,9 @@ def parser_train(
             raise ValueError("give --C or --C-path, not both")
         Cs = parse_c_path(C_path) if C_path is not None else None
         # Check the settings against the trainer before reading any data.
-        make_config(get_trainer(trainer), **settings, **trainer_settings(C=Cs[0] if Cs else C, tol=tol))
+        spec = get_trainer(trainer)
+        make_config(spec, **settings, **trainer_settings(C=Cs[0] if Cs else C or DEFAULT_PARSER_C[spec.objective],
+                                                           tol=tol))
         train_sents, dev_sents, data_root = _training_data(data, train, dev, encoding)
         chosen_root = root.value if root is not None else data_root
         start = time.perf_counter()
@@ -265,7 +269,7 @@ def demo(data: str = typer.Option("wsj", "--data", help="Dependency data set for
         typer.echo(f"parser data {data}: train {len(train_sents)}, dev {len(dev_sents)}, test {len(test_sents)} "
                    "sentences", err=True)
         parser, _ = train_parser(train_sents, dev_sents, root=dataset_root(data),
-                                 callbacks=[progress_printer("parser: online EG, log-linear")], **settings)
+                                 callbacks=[progress_printer("parser: online EG, max-margin")], **settings)
         parser.save(out / "demo-parser.npz")
         t_train, t_dev, t_test = (load_sentences(tagger_data, s) for s in ("train", "dev", "test"))
         t_train = t_train[:limit]
