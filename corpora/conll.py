@@ -72,7 +72,16 @@ def format_conll(sentences: Iterable[Sentence]) -> str:
 
 
 def write_conll(path: str | os.PathLike[str], sentences: Iterable[Sentence], *, encoding: str = "utf-8") -> None:
-    """Write sentences to ``path`` atomically.
+    """Write sentences to ``path`` atomically (see :func:`write_text_atomic`).
+
+    Raises:
+        CorpusError: the text cannot be encoded or the file cannot be written.
+    """
+    write_text_atomic(path, format_conll(sentences), encoding=encoding)
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str, *, encoding: str = "utf-8") -> None:
+    """Write ``text`` to ``path`` atomically.
 
     The text goes to a temporary file in the same folder, which then replaces
     ``path``, so readers never see a half-written file.
@@ -82,7 +91,7 @@ def write_conll(path: str | os.PathLike[str], sentences: Iterable[Sentence], *, 
     """
     target = Path(path)
     try:
-        data = format_conll(sentences).encode(encoding)
+        data = text.encode(encoding)
     except UnicodeEncodeError as error:
         raise CorpusError(
             f"{target}: cannot encode {error.object[error.start]!r} as {encoding}"

@@ -13,29 +13,16 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
+from corpora.conll import write_text_atomic
 from training.path import PathPoint, regularization_path
 from training.records import PassRecord
 from training.registry import get_trainer, make_config
 
 THRESHOLDS = ("1e-2", "1e-3", "1e-4")
 DEFAULT_TRAINERS = {"ll": ("eg-ll", "lbfgs", "sgd", "eg-ll-batch"), "mm": ("eg-mm", "cutting-plane", "bcfw")}
-
-
-def _write_text(path: Path, text: str) -> None:
-    """Write atomically: a temporary file in the same folder, then a rename."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _csv_text(header: Sequence[str], rows: Sequence[Sequence]) -> str:
@@ -242,10 +229,10 @@ def write_optimizer_report(runs: dict[str, list[PassRecord]], out: Path, title: 
     rows = [[spec, r.passes, r.eff_iters, r.seconds, r.C, r.primal, r.dual, r.gap, r.rel_gap,
              (r.primal - summary["optimum"]) / max(abs(summary["optimum"]), 1e-300), r.dev]
             for spec, recs in runs.items() for r in recs]
-    _write_text(out / "curves.csv", _csv_text(header, rows))
-    _write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    write_text_atomic(out / "curves.csv", _csv_text(header, rows))
+    write_text_atomic(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     reference = next((s for s in runs if s.split("/")[0] in ("eg-ll", "eg-mm")), None)
-    _write_text(out / "summary.md", markdown_summary(title, summary, reference))
+    write_text_atomic(out / "summary.md", markdown_summary(title, summary, reference))
     try:
         summary["plots"] = [p.name for p in _plot_curves(runs, summary["optimum"], out, title)]
     except ImportError:
@@ -257,14 +244,14 @@ def write_path_report(points: Sequence[PathPoint], out: Path, title: str) -> lis
     """path.csv, summary.json (a list of rows), summary.md and path.png into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     rows = [p.row() for p in points]
-    _write_text(out / "path.csv", _csv_text(["C", "eff_iters", "total_eff_iters", "dev_uas", "converged"],
+    write_text_atomic(out / "path.csv", _csv_text(["C", "eff_iters", "total_eff_iters", "dev_uas", "converged"],
                                             [[p.C, p.eff_iters, p.total_eff_iters, p.dev_uas, p.converged]
                                              for p in points]))
-    _write_text(out / "summary.json", json.dumps(rows, indent=2) + "\n")
+    write_text_atomic(out / "summary.json", json.dumps(rows, indent=2) + "\n")
     lines = [f"# {title}", "", "| C | effective iterations | total | dev UAS |", "|---|---|---|---|"]
     lines += [f"| {p.C:.4g} | {p.eff_iters:.2f} | {p.total_eff_iters:.2f} | {_fmt(p.dev_uas, '.2f')} |"
               + ("" if p.converged else " (not converged)") for p in points]
-    _write_text(out / "summary.md", "\n".join(lines) + "\n")
+    write_text_atomic(out / "summary.md", "\n".join(lines) + "\n")
     try:
         import matplotlib
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import secrets
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ import typer
 
 from corpora import (CorpusError, Sentence, format_conll, is_dataset, load_sentences, parse_conll, read_conll,
                      write_conll)
-from corpora.conll import decode, read_bytes
+from corpora.conll import decode, read_bytes, write_text_atomic
 from corpora.datasets import dataset_task
 from corpora.sentence import BLANK
 from egnlp.pipeline import parse_text, text_sentences, to_conllu, tokens_sentence
@@ -70,26 +69,6 @@ def _read_text(source: str, encoding: str) -> tuple[str, str]:
     if os.path.isdir(source):
         raise CorpusError(f"{source}: is a folder, not a file")
     return decode(read_bytes(source), source, encoding), source
-
-
-def _write_text_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
-    """Write ``text`` to a temporary file beside ``path`` and rename it (as :func:`corpora.write_conll`)."""
-    try:
-        data = text.encode(encoding)
-    except UnicodeEncodeError as error:
-        raise CorpusError(f"{path}: cannot encode {error.object[error.start]!r} as {encoding}") from None
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except OSError as error:
-        raise CorpusError(f"{path}: cannot write ({error.strerror})") from None
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 def _where(sentence: Sentence, number: int) -> str:
@@ -317,7 +296,7 @@ def tagger_tag(
         else:
             lines = "".join(_slash_line(s, tagger) + "\n" for s in tagged)
             if out is not None:
-                _write_text_atomic(out, lines)
+                write_text_atomic(out, lines)
             else:
                 typer.echo(lines, nl=False)
     except USER_ERRORS as exc:

@@ -36,9 +36,9 @@ PASSES = 2
 RUNNER = CliRunner()
 
 
-def run(*args: object) -> Result:
-    """Invoke ``egnlp`` with the arguments (paths and numbers become strings)."""
-    return RUNNER.invoke(app, [str(arg) for arg in args])
+def run(*args: object, input: str | None = None) -> Result:
+    """Invoke ``egnlp`` with the arguments (paths and numbers become strings) and optional stdin."""
+    return RUNNER.invoke(app, [str(arg) for arg in args], input=input)
 
 
 def describe(result: Result) -> str:

@@ -13,55 +13,26 @@ the tagger commands; until then through an app built here from
 from __future__ import annotations
 
 import json
-import traceback
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
 from corpora import load_dataset, load_sentences, parse_conll, read_conll, write_conll
 from corpora.sentence import CPOS, POS
 from egnlp.api import train_parser
 from egnlp.pipeline import parse_text, to_conllu
-from egnlp.cli import app
+from test_cli import assert_ok, error_line, run
 from tagger import Tagger
 from tagger.evaluate import tag_scores
 from tagger.text import sentences_and_tokens, split_sentences
 
 N_TRAIN, N_TEST, N_CHUNK_TRAIN = 150, 60, 100
-RUNNER = CliRunner()
 TEXT = ("The company said its profit rose 5 % in the third quarter. Mr. Smith, the chairman, "
         "expects sales to grow next year!\n\nShares fell 2.5 cents.")
 
 
-APP = app
-
-
-def run(*args: object, input: str | None = None) -> Result:
-    return RUNNER.invoke(APP, [str(a) for a in args], input=input)
-
-
-def describe(result: Result) -> str:
-    text = f"exit code {result.exit_code}\n--- stdout\n{result.stdout}--- stderr\n{result.stderr}"
-    if result.exc_info is not None and not isinstance(result.exception, SystemExit):
-        text += "--- exception\n" + "".join(traceback.format_exception(*result.exc_info))
-    return text
-
-
-def assert_ok(result: Result) -> None:
-    assert result.exit_code == 0, describe(result)
-
-
-def error_line(result: Result) -> str:
-    """The single ``error: ...`` line of a command that failed on bad input (exit 1, no traceback)."""
-    assert result.exit_code == 1, describe(result)
-    assert isinstance(result.exception, SystemExit), describe(result)
-    assert "Traceback" not in result.output
-    assert result.stdout == ""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), describe(result)
-    return lines[0]
 
 
 # --- shared files and models ---------------------------------------------------------------------
