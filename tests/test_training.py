@@ -168,3 +168,13 @@ def test_config_rejects_bad_settings():
     for bad in ({"C": 0}, {"tol": -1}, {"order": "sorted"}, {"eta_init": 0}, {"max_passes": -1}):
         with pytest.raises(ValueError):
             EGConfig(**bad)
+
+
+def test_annealed_records_hold_the_primal_at_the_target_C(problem):
+    seen = []
+    result = fit_eg_ll(problem, config=EGConfig(C=C, max_passes=8, tol=0.0), callbacks=(seen.append,))
+    annealed = [r for r in result.records if r.C != C]
+    assert annealed and all(r.dual is None and r.gap is None for r in annealed)
+    assert seen == result.records
+    # the recorded value is the primal at the target C of the w of that pass (checked for the last one)
+    assert result.records[-1].primal == pytest.approx(log_linear_primal(problem, C * result.weights, C), rel=1e-9)

@@ -34,8 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from features.csr import add_sparse
-from training.problem import (StructuredProblem, log_linear_primal, loss_augmented_examples, max_margin_primal,
-                              scored_examples)
+from training.problem import StructuredProblem, loss_augmented_examples, scored_examples
 from training.records import Callback, DevScorer, Recorder, TrainResult
 
 
@@ -280,9 +279,10 @@ def fit_eg(problem: StructuredProblem, objective: str = "ll", batch: bool = Fals
         if run.C == config.C:
             r = rec.record(passes, run.W / run.C, primal, run.dual(), run.C)
             return r.rel_gap <= config.tol
+        # The same w = W / C_t and loss terms; only the regulariser's C differs.
         w = run.W / run.C
-        target = (log_linear_primal(problem, config.C * w, config.C) if objective == "ll"
-                  else max_margin_primal(problem, w, config.C))
+        sq = float(run.W @ run.W)
+        target = primal - sq / (2.0 * run.C) + config.C * sq / (2.0 * run.C * run.C)
         rec.record(passes, w, target, None, run.C)
         return False
 
