@@ -293,6 +293,23 @@ def _update_sums(t, z, feat_pred, feat_label, pr_ptr, pr_ev, S, T):
 # passes
 
 
+@njit(cache=True)
+def _log_mix(q, rest, z, em1):
+    """log(1 + q (e^z - 1)) = log((1 - q) + q e^z), with ``rest`` = 1 - q computed by the caller.
+
+    log1p(q (e^z - 1)) is exact for moderate steps but gives -inf once e^z - 1
+    rounds to -1 while q rounds to 1 (a label holding all of an event's mass);
+    the true value is then about z + log q, and the -inf let a huge negative step
+    pass the sufficient-decrease test (seen on the full conll2000-pos data).
+    """
+    x = q * em1
+    if x > -0.5:
+        return np.log1p(x)
+    if rest > 0.0:
+        return np.log(rest + q * np.exp(z))
+    return z + np.log(q)
+
+
 @njit(cache=True, error_model="numpy")
 def _cd_pass(order, w, emp, feat_pred, feat_label, pr_ptr, pr_ev, S, T, inv_s2, beta, gamma, max_ls,
              rec_t, rec_z, rec_g, rec_bound, n_rec):
@@ -334,7 +351,8 @@ def _cd_pass(order, w, emp, feat_pred, feat_label, pr_ptr, pr_ev, S, T, inv_s2, 
             em1 = np.expm1(z)
             qz = (2.0 * w[t] * z + z * z) * 0.5 * inv_s2 - z * emp[t]
             rhs = gamma * z * gp
-            if qz + omega * np.log1p(em1 * g1 / omega) <= rhs:  # (38): O(1)
+            qbar = g1 / omega
+            if qz + omega * _log_mix(qbar, max(1.0 - qbar, 0.0), z, em1) <= rhs:  # (38): O(1)
                 ok = True
                 by_bound = True
                 break
@@ -342,7 +360,7 @@ def _cd_pass(order, w, emp, feat_pred, feat_label, pr_ptr, pr_ev, S, T, inv_s2, 
             az = qz
             for j in range(a, b):
                 i = pr_ev[j]
-                az += np.log1p(S[k, i] / T[i] * em1)
+                az += _log_mix(S[k, i] / T[i], max(T[i] - S[k, i], 0.0) / T[i], z, em1)
             if az <= rhs:  # (35)
                 ok = True
                 break
