@@ -74,6 +74,7 @@ def log(message: str) -> None:
 def load(data: str, limit: int | None, test_limit: int | None):
     """(task, train, test): dicts of tokens, labels and pos (None unless the labels are chunks)."""
     from corpora import dataset_task, load_sentences
+    from egnlp.tagging import label_columns
 
     task = dataset_task(data)
     if task not in ("pos", "chunk"):
@@ -82,9 +83,8 @@ def load(data: str, limit: int | None, test_limit: int | None):
     def columns(split: str, n: int | None) -> dict:
         sents = [s for s in load_sentences(data, split) if len(s)]
         sents = sents[:n] if n is not None else sents
-        return {"tokens": [s.forms for s in sents],
-                "labels": [s.chunks if task == "chunk" else s.pos for s in sents],
-                "pos": [s.pos for s in sents] if task == "chunk" else None}
+        tokens, labels, pos = label_columns(sents, task)
+        return {"tokens": tokens, "labels": labels, "pos": pos}
 
     return task, columns("train", limit), columns("test", test_limit)
 

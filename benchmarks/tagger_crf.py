@@ -109,6 +109,7 @@ def have_crfsuite() -> bool:
 def load(data: str, limit: int | None, test_limit: int | None):
     """(train, dev, test) columns: dicts of tokens, labels, pos (None unless the labels are chunks)."""
     from corpora import dataset_task, load_sentences
+    from egnlp.tagging import label_columns
 
     task = dataset_task(data)
     if task not in ("pos", "chunk"):
@@ -117,9 +118,8 @@ def load(data: str, limit: int | None, test_limit: int | None):
     def columns(split: str, n: int | None) -> dict:
         sents = [s for s in load_sentences(data, split) if len(s)]
         sents = sents[:n] if n is not None else sents
-        return {"tokens": [s.forms for s in sents],
-                "labels": [s.chunks if task == "chunk" else s.pos for s in sents],
-                "pos": [s.pos for s in sents] if task == "chunk" else None}
+        tokens, labels, pos = label_columns(sents, task)
+        return {"tokens": tokens, "labels": labels, "pos": pos}
 
     return task, columns("train", limit), columns("dev", None), columns("test", test_limit)
 

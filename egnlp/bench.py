@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -280,6 +279,3 @@ def run_path(problem, trainer_name: str, Cs: Sequence[float], *, dev=None, tol: 
     return regularization_path(problem, get_trainer(trainer_name), list(Cs), dev=dev, tol=tol,
                                on_point=on_point, **settings)
 
-
-def is_finite(x) -> bool:
-    return x is not None and math.isfinite(x)

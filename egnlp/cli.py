@@ -18,10 +18,11 @@ import typer
 
 from corpora import CorpusError, list_datasets, load_sentences, read_conll, write_conll
 from corpora.datasets import dataset_root, dataset_task, is_dataset
+from egnlp.console import USER_ERRORS, fail, progress_printer
 from egnlp.tagger_cli import parse_text_command, tagger_app
 from egnlp.api import DEFAULT_PARSER_C, DEFAULT_PARSER_TRAINER
 from parser.evaluate import attachment_scores
-from parser.model import ModelError, Parser
+from parser.model import Parser
 from training.eg import EGConfig
 from training.records import PassRecord
 from training.registry import TRAINERS, get_trainer, make_config
@@ -38,9 +39,6 @@ bench_app = typer.Typer(help="Reproduce the optimizer comparisons and regulariza
                         no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 
-USER_ERRORS = (CorpusError, ModelError, ValueError, OSError)
-
-
 class Root(str, Enum):
     single = "single"
     multi = "multi"
@@ -49,27 +47,6 @@ class Root(str, Enum):
 class FeatureMode(str, Enum):
     alphabet = "alphabet"
     hash = "hash"
-
-
-def fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(1)
-
-
-def progress_printer(label: str):
-    """A training callback printing one line per pass to stderr."""
-    typer.echo(f"{label}\n{'pass':>4} {'eff.it':>7} {'sec':>7} {'C':>8} {'primal':>12} {'dual':>12} "
-               f"{'rel.gap':>9} {'dev':>6}", err=True)
-
-    def show(r: PassRecord) -> None:
-        dev = f"{r.dev:6.2f}" if r.dev is not None else "     -"
-        dual = f"{r.dual:12.2f}" if r.dual is not None else " " * 12
-        gap = f"{r.rel_gap:9.2e}" if r.rel_gap is not None else " " * 9
-        C = f"{r.C:8.3g}" if r.C is not None else " " * 8
-        typer.echo(f"{r.passes:4d} {r.eff_iters:7.2f} {r.seconds:7.1f} {C} {r.primal:12.2f} {dual} {gap} {dev}",
-                   err=True)
-
-    return show
 
 
 @data_app.command("list")
@@ -251,7 +228,7 @@ def demo(data: str = typer.Option("wsj", "--data", help="Dependency data set for
     parser also runs on the predicted tags.
     """
     from egnlp.api import train_parser
-    from egnlp.tagging import train_crf_tagger
+    from egnlp.tagging import label_columns, train_crf_tagger
     from tagger.evaluate import tag_scores
 
     try:
@@ -275,8 +252,7 @@ def demo(data: str = typer.Option("wsj", "--data", help="Dependency data set for
         t_train = t_train[:limit]
         typer.echo(f"\ntagger data {tagger_data}: train {len(t_train)}, dev {len(t_dev)}, test {len(t_test)} "
                    "sentences", err=True)
-        tagger, _ = train_crf_tagger([s.forms for s in t_train], [s.pos for s in t_train],
-                                     dev=([s.forms for s in t_dev], [s.pos for s in t_dev]),
+        tagger, _ = train_crf_tagger(*label_columns(t_train)[:2], dev=label_columns(t_dev)[:2],
                                      callbacks=[progress_printer("tagger: CRF, online EG, log-linear")], **settings)
         tagger.save(out / "demo-tagger.npz")
         tagged = tagger.tag_corpus(t_test)

@@ -27,8 +27,10 @@ from corpora import (CorpusError, Sentence, format_conll, is_dataset, load_sente
 from corpora.conll import decode, read_bytes, write_text_atomic
 from corpora.datasets import dataset_task
 from corpora.sentence import BLANK
+from egnlp.console import USER_ERRORS, fail, progress_printer
 from egnlp.pipeline import parse_text, text_sentences, to_conllu, tokens_sentence
-from parser.model import ModelError, Parser
+from egnlp.tagging import label_columns
+from parser.model import Parser
 from tagger.evaluate import tag_scores
 from tagger.model import Tagger
 
@@ -36,17 +38,11 @@ __all__ = ["parse_text_command", "tagger_app"]
 
 tagger_app = typer.Typer(help="Train, run and evaluate POS taggers and chunkers.", no_args_is_help=True)
 
-USER_ERRORS = (CorpusError, ModelError, ValueError, OSError)
 MODEL_KINDS = ("crf", "maxent")
 DEFAULT_TRAINER = {"crf": "eg-ll", "maxent": "cd"}
 COLUMNS = ("pos", "chunk")
 FORMATS = ("text", "conll")
 STDIN = "-"
-
-
-def fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(1)
 
 
 def _choice(value: str, allowed: tuple[str, ...], option: str) -> str:
@@ -95,24 +91,10 @@ def _columns(sentences: list[Sentence], column: str, what: str):
     _check_tags(sentences, column, f"a {'chunker' if column == 'chunk' else 'POS tagger'} trains on these tags")
     if column == "chunk":
         _check_tags(sentences, "pos", "a chunker reads the POS column")
-        return [s.forms for s in sentences], [s.chunks for s in sentences], [s.pos for s in sentences]
-    return [s.forms for s in sentences], [s.pos for s in sentences], None
+    return label_columns(sentences, column)
 
 
 # --- progress ------------------------------------------------------------------------------------
-
-
-def _crf_progress(label: str):
-    typer.echo(f"{label}\n{'pass':>4} {'eff.it':>7} {'sec':>7} {'C':>8} {'primal':>12} {'rel.gap':>9} {'dev':>6}",
-               err=True)
-
-    def show(r) -> None:
-        dev = f"{r.dev:6.2f}" if r.dev is not None else "     -"
-        gap = f"{r.rel_gap:9.2e}" if r.rel_gap is not None else " " * 9
-        C = f"{r.C:8.3g}" if r.C is not None else " " * 8
-        typer.echo(f"{r.passes:4d} {r.eff_iters:7.2f} {r.seconds:7.1f} {C} {r.primal:12.2f} {gap} {dev}", err=True)
-
-    return show
 
 
 def _maxent_progress(label: str):
@@ -190,7 +172,7 @@ def tagger_train(
         start = time.perf_counter()
         if model == "crf":
             tagger, result = train_crf_tagger(tokens, labels, pos, dev=dev_set, trainer=trainer, column=chosen,
-                                              callbacks=[_crf_progress(f"trainer {trainer}")], **settings)
+                                              callbacks=[progress_printer(f"trainer {trainer}")], **settings)
             status = ("converged" if result.converged else "stopped at the pass limit") \
                 + f" after {result.final.eff_iters:.1f} effective iterations"
         else:

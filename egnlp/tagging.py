@@ -55,6 +55,15 @@ def accuracy_scorer(featurizer: ChainFeaturizer, tokens: Sequence[Sequence[str]]
     return score
 
 
+def label_columns(sentences: Sequence, column: str = "pos"):
+    """(tokens, labels, POS input or None) of tagged sentences: a chunker's labels are the
+    chunk column and it reads the POS column; a POS tagger reads words only."""
+    tokens = [s.forms for s in sentences]
+    if column == "chunk":
+        return tokens, [s.chunks for s in sentences], [s.pos for s in sentences]
+    return tokens, [s.pos for s in sentences], None
+
+
 def _non_empty(tokens_list, labels, pos):
     """The training sentences that have tokens (as lists), after checking the three inputs line up."""
     if len(labels) != len(tokens_list) or (pos is not None and len(pos) != len(labels)):
