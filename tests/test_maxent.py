@@ -173,6 +173,33 @@ def test_cd_steps_satisfy_sufficient_decrease(tiny):
     assert f == pytest.approx(res.final.primal, rel=1e-10)
 
 
+def test_sum_update_keeps_a_dominant_label_alive():
+    """w_t += z with z = -60 on a label holding all but 1e-30 of an event's mass.
+
+    e^z - 1 rounds to -1 there, so the update S + S (e^z - 1) made S exactly 0
+    and that label's probability could never grow again.
+    """
+    from training.maxent import _update_sums
+
+    S = np.array([[1.0], [1e-30]])  # (labels, events)
+    T = np.array([1.0])
+    one = np.array([0], dtype=np.int64)
+    _update_sums(0, -60.0, one, one, np.array([0, 1], dtype=np.int64), np.array([0], dtype=np.int32), S, T)
+    p = np.exp(-60.0) / (np.exp(-60.0) + 1e-30)
+    assert S[0, 0] / T[0] == pytest.approx(p, rel=1e-12)
+    assert S[1, 0] / T[0] == pytest.approx(1 - p, rel=1e-9)
+
+
+def test_cd_on_full_conll2000_pos_decreases_the_objective():
+    """The whole conll2000-pos training set (190,717 events): pass 2 once tripled f by the fault above."""
+    toks, tags = _pos("train.txt", 0, None)
+    data = build_training_data(toks[:8042], tags[:8042])[2]
+    res = fit_cd(data, config=MaxentConfig(max_passes=3, tol=0.0))
+    f = np.array([r.primal for r in res.records])
+    assert int(res.state["failed_pass"]) == 0 and len(f) == 4
+    assert np.all(np.diff(f) < 0) and f[-1] < 0.4 * f[1]
+
+
 def test_stopping_rules_and_records(small):
     res = fit_cd(small, config=MaxentConfig(max_passes=200, tol=1e-3))
     assert res.converged and res.final.rel_change <= 1e-3 < res.records[-2].rel_change

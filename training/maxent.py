@@ -269,15 +269,19 @@ def _update_sums(t, z, feat_pred, feat_label, pr_ptr, pr_ev, S, T):
     Only the ratios S_ki / T_i matter, so an event whose T_i leaves [1e-3, 1e3]
     is rescaled to T_i = 1, its T_i summed afresh over the labels: without
     this, long runs of steps overflow S or cancel T_i to 0 (seen on the full
-    conll2000 and brown data).
+    conll2000 and brown data).  S_ki is multiplied by e^z, never updated as
+    S_ki + S_ki (e^z - 1): for z below about -37 that sum is exactly 0 when
+    label k held nearly all of event i's mass, and a probability of exactly 0
+    can never grow again (the fault of cd on the full conll2000-pos data).
     """
     p = feat_pred[t]
     k = feat_label[t]
+    ez = np.exp(z)
     em1 = np.expm1(z)
     for j in range(pr_ptr[p], pr_ptr[p + 1]):
         i = pr_ev[j]
         s = S[k, i]
-        S[k, i] = s + s * em1
+        S[k, i] = s * ez  # not s + s (e^z - 1): that is exactly 0 once e^z - 1 rounds to -1
         T[i] += s * em1
         if not (1e-3 <= T[i] <= 1e3):
             acc = 0.0
@@ -293,21 +297,32 @@ def _update_sums(t, z, feat_pred, feat_label, pr_ptr, pr_ev, S, T):
 # passes
 
 
-@njit(cache=True)
-def _log_mix(q, rest, z, em1):
-    """log(1 + q (e^z - 1)) = log((1 - q) + q e^z), with ``rest`` = 1 - q computed by the caller.
+_MAX_STEP = 500.0  # |z| beyond this would overflow S_ki e^z; such a line-search try counts as failed
 
-    log1p(q (e^z - 1)) is exact for moderate steps but gives -inf once e^z - 1
-    rounds to -1 while q rounds to 1 (a label holding all of an event's mass);
-    the true value is then about z + log q, and the -inf let a huge negative step
-    pass the sufficient-decrease test (seen on the full conll2000-pos data).
+
+@njit(cache=True)
+def _log_mix(S, T, k, i, z, ez, em1):
+    """log(S_ki e^z + sum_{y != k} S_yi) - log T_i: the change of log T_w(x_i) when w_t += z (Eq. 17).
+
+    With q = S_ki / T_i this is log1p(q (e^z - 1)), exact while q (e^z - 1) >
+    -1/2.  Below that (a large negative step on a label holding most of the
+    mass) log1p loses everything: with q = 1 - 1e-27 and e^z - 1 rounded to
+    -1 it gives -inf or about z, while the true value is near
+    log(1 - q), and T_i - S_ki cancels just as badly.  So the other labels'
+    mass is summed afresh there, O(labels) for the rare events that need it.
     """
+    q = S[k, i] / T[i]
     x = q * em1
     if x > -0.5:
         return np.log1p(x)
-    if rest > 0.0:
-        return np.log(rest + q * np.exp(z))
-    return z + np.log(q)
+    rest = 0.0
+    for y in range(S.shape[0]):
+        if y != k:
+            rest += S[y, i]
+    v = (rest + S[k, i] * ez) / T[i]
+    if v > 0.0:
+        return np.log(v)
+    return z + np.log(q)  # nothing else in the event and S_ki e^z underflowed
 
 
 @njit(cache=True, error_model="numpy")
@@ -348,19 +363,23 @@ def _cd_pass(order, w, emp, feat_pred, feat_label, pr_ptr, pr_ev, S, T, inv_s2, 
         for _ in range(max_ls):
             z = lam * d
             tries += 1
+            if abs(z) > _MAX_STEP:
+                lam *= beta
+                continue
+            ez = np.exp(z)
             em1 = np.expm1(z)
             qz = (2.0 * w[t] * z + z * z) * 0.5 * inv_s2 - z * emp[t]
             rhs = gamma * z * gp
-            qbar = g1 / omega
-            if qz + omega * _log_mix(qbar, max(1.0 - qbar, 0.0), z, em1) <= rhs:  # (38): O(1)
+            x = g1 / omega * em1
+            # (38) in O(1); skipped where log1p would cancel (its 1 - q-bar is not known exactly)
+            if x > -0.5 and qz + omega * np.log1p(x) <= rhs:
                 ok = True
                 by_bound = True
                 break
             exact += 1
             az = qz
             for j in range(a, b):
-                i = pr_ev[j]
-                az += _log_mix(S[k, i] / T[i], max(T[i] - S[k, i], 0.0) / T[i], z, em1)
+                az += _log_mix(S, T, k, pr_ev[j], z, ez, em1)
             if az <= rhs:  # (35)
                 ok = True
                 break
