@@ -36,7 +36,8 @@ import numpy as np
 from numba import njit
 
 from features.csr import PartFeatures
-from features.hashing import KeyTable, StringHasher, cached_lookup, combine, hash_string, new_cache
+from features.hashing import (KeyTable, StringHasher, cached_lookup, combine, hash_string, new_cache,
+                              table_lookup)
 
 WORD, PREFIX, POS, CPOS, LEMMA, FEATS = 0, 1, 2, 3, 4, 5
 N_ATOMS = 6
@@ -113,9 +114,15 @@ def _key(template, a, b, c, d):
 
 
 @njit(cache=True)
+def _nonzero(key):
+    # 0 is reserved for empty hash-table slots.
+    return key if key != 0 else np.uint64(1)
+
+
+@njit(cache=True)
 def _emit(out, count, key):
-    # One template instance (0 is reserved for empty hash-table slots).
-    out[count] = key if key != 0 else np.uint64(1)
+    # One template instance.
+    out[count] = _nonzero(key)
     return count + 1
 
 
@@ -136,53 +143,92 @@ def _atom(atoms, base, n, pos, col):
     return atoms[base + pos, col]
 
 
+# Template numbers (part of every feature key, so fixed by TEMPLATES_VERSION): 13 per
+# (word, POS) pair set starting at 0, 13 and 26; then FEATS, surrounding POS, bias, in-between.
+_T_FEATS = 39
+_T_SURROUND = 43
+_T_BIAS = 51
+_T_BETWEEN = 52
+_PAIR_SETS = ((WORD, POS), (PREFIX, CPOS), (LEMMA, POS))
+
+
 @njit(cache=True)
-def arc_keys(atoms, base, n, h, m, flags, out):
-    """Write the template keys of arc h -> m into ``out``; return their number.
+def _n_sets(flags):
+    return 3 if flags & USE_LEMMA else 2
 
-    ``flags``: ``USE_LEMMA`` adds the (lemma, POS) pair set, ``USE_FEATS``
-    the FEATS templates (templates over empty columns would only repeat others).
 
-    ``out`` needs room for ``_N_FIXED + _N_BETWEEN * n`` keys.  Each key is a feature alone
-    (slot 0) and conjoined with :func:`dirdist_slot` (slots 1..15).
+@njit(cache=True)
+def _head_keys(atoms, base, h, flags, out, c):
+    """Templates of the head alone (hw.hp, hw, hp per pair set; hp.hf), written to ``out`` from ``c``."""
+    for j in range(_n_sets(flags)):
+        wcol, pcol = _PAIR_SETS[j]
+        t = 13 * j
+        hw = atoms[base + h, wcol]
+        hp = atoms[base + h, pcol]
+        c = _emit(out, c, _key(t + 0, hw, hp, 0, 0))
+        c = _emit(out, c, _key(t + 1, hw, 0, 0, 0))
+        c = _emit(out, c, _key(t + 2, hp, 0, 0, 0))
+    if flags & USE_FEATS:
+        c = _emit(out, c, _key(_T_FEATS + 0, atoms[base + h, CPOS], atoms[base + h, FEATS], 0, 0))
+    return c
+
+
+@njit(cache=True)
+def _modifier_keys(atoms, base, m, flags, out, c):
+    """Templates of the modifier alone (mw.mp, mw, mp per pair set; mp.mf)."""
+    for j in range(_n_sets(flags)):
+        wcol, pcol = _PAIR_SETS[j]
+        t = 13 * j
+        mw = atoms[base + m, wcol]
+        mp = atoms[base + m, pcol]
+        c = _emit(out, c, _key(t + 3, mw, mp, 0, 0))
+        c = _emit(out, c, _key(t + 4, mw, 0, 0, 0))
+        c = _emit(out, c, _key(t + 5, mp, 0, 0, 0))
+    if flags & USE_FEATS:
+        c = _emit(out, c, _key(_T_FEATS + 1, atoms[base + m, CPOS], atoms[base + m, FEATS], 0, 0))
+    return c
+
+
+@njit(cache=True)
+def _pair_keys(atoms, base, n, h, m, flags, out, c, known=-1):
+    """Templates over head and modifier together: the bigrams, FEATS pairs and surrounding POS 4-grams.
+
+    ``known`` (scoring only) leaves out bigrams that cannot be in an alphabet
+    built from gold arcs: per pair set j, bit 4j is set when the head's hw.hp
+    key is in the alphabet, 4j+1 its hw, 4j+2 the modifier's mw.mp, 4j+3 its
+    mw.  A gold arc that put hw.hp.mw.mp in the alphabet also put hw.hp and
+    mw.mp there, and so on for each bigram below; -1 emits every key.
     """
-    c = 0
-    t = 0
-    # Head/modifier unigrams and bigrams: (word, POS), then (prefix, coarse POS).
-    for wcol, pcol in ((WORD, POS), (PREFIX, CPOS), (LEMMA, POS)):
-        if wcol == LEMMA and not flags & USE_LEMMA:
-            break
+    for j in range(_n_sets(flags)):
+        wcol, pcol = _PAIR_SETS[j]
+        t = 13 * j
         hw = atoms[base + h, wcol]
         hp = atoms[base + h, pcol]
         mw = atoms[base + m, wcol]
         mp = atoms[base + m, pcol]
-        c = _emit(out, c, _key(t + 0, hw, hp, 0, 0))
-        c = _emit(out, c, _key(t + 1, hw, 0, 0, 0))
-        c = _emit(out, c, _key(t + 2, hp, 0, 0, 0))
-        c = _emit(out, c, _key(t + 3, mw, mp, 0, 0))
-        c = _emit(out, c, _key(t + 4, mw, 0, 0, 0))
-        c = _emit(out, c, _key(t + 5, mp, 0, 0, 0))
-        c = _emit(out, c, _key(t + 6, hw, hp, mw, mp))
-        c = _emit(out, c, _key(t + 7, hp, mw, mp, 0))
-        c = _emit(out, c, _key(t + 8, hw, mw, mp, 0))
-        c = _emit(out, c, _key(t + 9, hw, hp, mp, 0))
-        c = _emit(out, c, _key(t + 10, hw, hp, mw, 0))
-        c = _emit(out, c, _key(t + 11, hw, mw, 0, 0))
+        bits = known >> (4 * j)
+        head_pair, head_word, mod_pair, mod_word = bits & 1, bits & 2, bits & 4, bits & 8
+        if head_pair and mod_pair:
+            c = _emit(out, c, _key(t + 6, hw, hp, mw, mp))
+        if mod_pair:
+            c = _emit(out, c, _key(t + 7, hp, mw, mp, 0))
+        if head_word and mod_pair:
+            c = _emit(out, c, _key(t + 8, hw, mw, mp, 0))
+        if head_pair:
+            c = _emit(out, c, _key(t + 9, hw, hp, mp, 0))
+        if head_pair and mod_word:
+            c = _emit(out, c, _key(t + 10, hw, hp, mw, 0))
+        if head_word and mod_word:
+            c = _emit(out, c, _key(t + 11, hw, mw, 0, 0))
         c = _emit(out, c, _key(t + 12, hp, mp, 0, 0))
-        t += 13
-    t = 39
-    # Morphology: the whole FEATS strings with coarse POS.
     if flags & USE_FEATS:
         hp = atoms[base + h, CPOS]
         mp = atoms[base + m, CPOS]
         hf = atoms[base + h, FEATS]
         mf = atoms[base + m, FEATS]
-        c = _emit(out, c, _key(t + 0, hp, hf, 0, 0))
-        c = _emit(out, c, _key(t + 1, mp, mf, 0, 0))
-        c = _emit(out, c, _key(t + 2, hp, hf, mp, mf))
-        c = _emit(out, c, _key(t + 3, hf, mf, 0, 0))
-    t += 4
-    # Surrounding POS 4-grams, fine then coarse.
+        c = _emit(out, c, _key(_T_FEATS + 2, hp, hf, mp, mf))
+        c = _emit(out, c, _key(_T_FEATS + 3, hf, mf, 0, 0))
+    t = _T_SURROUND
     for pcol in (POS, CPOS):
         hp = atoms[base + h, pcol]
         mp = atoms[base + m, pcol]
@@ -195,16 +241,51 @@ def arc_keys(atoms, base, n, h, m, flags, out):
         c = _emit(out, c, _key(t + 2, hl, hp, mp, mr))
         c = _emit(out, c, _key(t + 3, hp, hr, mp, mr))
         t += 4
-    c = _emit(out, c, _key(t, 0, 0, 0, 0))
-    t += 1
-    # In-between POS trigrams, fine then coarse.
-    for pcol in (POS, CPOS):
+    return c
+
+
+@njit(cache=True)
+def _bias_key(out, c):
+    return _emit(out, c, _key(_T_BIAS, 0, 0, 0, 0))
+
+
+_BETWEEN_COLS = (POS, CPOS)
+
+
+@njit(cache=True)
+def _between_key(j, hp, bp, mp):
+    """The in-between trigram hp.bp.mp over column ``_BETWEEN_COLS[j]`` (0: fine POS, 1: coarse)."""
+    return _nonzero(_key(_T_BETWEEN + j, hp, bp, mp, 0))
+
+
+@njit(cache=True)
+def _between_keys(atoms, base, h, m, out, c):
+    """In-between POS trigrams hp.bp.mp, fine then coarse, one per word strictly between h and m."""
+    for j in range(2):
+        pcol = _BETWEEN_COLS[j]
         hp = atoms[base + h, pcol]
         mp = atoms[base + m, pcol]
         for b in range(min(h, m) + 1, max(h, m)):
-            c = _emit(out, c, _key(t, hp, atoms[base + b, pcol], mp, 0))
-        t += 1
+            out[c] = _between_key(j, hp, atoms[base + b, pcol], mp)
+            c += 1
     return c
+
+
+@njit(cache=True)
+def arc_keys(atoms, base, n, h, m, flags, out):
+    """Write the template keys of arc h -> m into ``out``; return their number.
+
+    ``flags``: ``USE_LEMMA`` adds the (lemma, POS) pair set, ``USE_FEATS``
+    the FEATS templates (templates over empty columns would only repeat others).
+
+    ``out`` needs room for ``_N_FIXED + _N_BETWEEN * n`` keys.  Each key is a feature alone
+    (slot 0) and conjoined with :func:`dirdist_slot` (slots 1..15).
+    """
+    c = _head_keys(atoms, base, h, flags, out, 0)
+    c = _modifier_keys(atoms, base, m, flags, out, c)
+    c = _pair_keys(atoms, base, n, h, m, flags, out, c)
+    c = _bias_key(out, c)
+    return _between_keys(atoms, base, h, m, out, c)
 
 
 @njit(cache=True)
@@ -280,17 +361,147 @@ def _extract(tok_ptr, atoms, flags, table_keys, table_vals, idmap, hash_bits, ca
 
 
 @njit(cache=True)
-def _arc_scores(atoms, base, n, flags, table_keys, table_vals, idmap, hash_bits, cache_keys, cache_vals, w, out):
-    keys = np.empty(_N_FIXED + _N_BETWEEN * n, dtype=np.uint64)
-    ids = np.empty(2 * keys.shape[0], dtype=np.int64)
+def _hashed_id(key, slot, hash_bits):
+    return np.int64(combine(key, slot) >> np.uint64(64 - hash_bits))
+
+
+@njit(cache=True)
+def _lookup_rows(keys, lo, hi, table_keys, table_vals, cache_keys, cache_vals, rows):
+    """rows[j] = the alphabet row of keys[j] (-1: absent) for lo <= j < hi.
+
+    The lookups of many keys are issued in one loop, apart from the weight
+    reads that depend on them, so the processor overlaps their cache misses:
+    reading each key's weights right after its lookup ran 3x slower.  A first
+    loop that only loads each key's home slot overlaps them further (10%
+    faster on the es test set); its result means nothing.
+    """
+    mask = np.uint64(table_keys.shape[0] - 1)
+    touched = np.uint64(0)
+    for j in range(lo, hi):  # first touch every key's home slot: independent loads, overlapped
+        touched ^= table_keys[combine(keys[j], 0) & mask]
+    for j in range(lo, hi):
+        rows[j] = cached_lookup(table_keys, table_vals, cache_keys, cache_vals, keys[j])
+    return touched
+
+
+@njit(cache=True)
+def _add_slot_weights(keys, c, table_keys, table_vals, hash_bits, cache_keys, cache_vals, slot_w, w, rows, acc):
+    """acc[s] += the weights of keys[:c] in slot s, for s = 0 (alone) .. 15 (with direction/distance)."""
+    if hash_bits > 0:
+        for j in range(c):
+            for slot in range(N_SLOTS):
+                acc[slot] += w[_hashed_id(keys[j], slot, hash_bits)]
+        return
+    _lookup_rows(keys, 0, c, table_keys, table_vals, cache_keys, cache_vals, rows)
+    for j in range(c):
+        if rows[j] >= 0:
+            for slot in range(N_SLOTS):
+                acc[slot] += slot_w[rows[j], slot]
+
+
+@njit(cache=True)
+def _known_bits(rows, n_sets, shift):
+    """Bits (4j + shift, 4j + shift + 1) for the rows of the word.tag and word keys of each pair set j.
+
+    ``rows`` holds the lookups of :func:`_head_keys` / :func:`_modifier_keys`
+    (three keys per set, the word.tag key first, then the word key); the
+    other bits stay set.
+    """
+    bits = -1
+    for j in range(n_sets):
+        if rows[3 * j] < 0:
+            bits &= ~(1 << (4 * j + shift))
+        if rows[3 * j + 1] < 0:
+            bits &= ~(2 << (4 * j + shift))
+    return bits
+
+
+_MEMO_BITS = 14
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(cache=True)
+def _local_ids(atoms, base, n, col):
+    """Each token's rank among the distinct values of column ``col`` in the sentence (root included)."""
+    values = atoms[base : base + n + 1, col].copy()
+    return np.searchsorted(np.unique(values), values)
+
+
+@njit(cache=True)
+def _arc_scores(atoms, base, n, flags, table_keys, table_vals, hash_bits, cache_keys, cache_vals, slot_w, w, out):
+    """out[h, m] = w . phi(h -> m): the sums of the CSR features, computed with less work.
+
+    Alphabet mode reads ``slot_w`` (:meth:`ArcFeaturizer.slot_weights`): one
+    row of 16 weights per template key, so a key costs one table lookup and
+    one row instead of a lookup, an id row and two scattered weights.  Hash
+    mode reads ``w``.  Templates of the head alone, of the modifier alone and
+    the bias are summed once per token and slot, not once per arc.  Local
+    tag numbers are < 2^20, so sentences may have up to a million tokens.
+    """
+    keys = np.empty(_N_FIXED * (n + 1), dtype=np.uint64)  # the pair keys of all arcs from one head
+    rows = np.empty(keys.shape[0], dtype=np.int64)
+    head = np.zeros((n + 1, N_SLOTS))
+    mod = np.zeros((n + 1, N_SLOTS))
+    bias = np.zeros(N_SLOTS)
+    known = np.full(2 * (n + 1), -1, dtype=np.int64)  # the bits of _pair_keys: head ones, then modifier ones
+    for x in range(n + 1):
+        _add_slot_weights(keys, _head_keys(atoms, base, x, flags, keys, 0), table_keys, table_vals, hash_bits,
+                          cache_keys, cache_vals, slot_w, w, rows, head[x])
+        if hash_bits == 0:
+            known[x] = _known_bits(rows, _n_sets(flags), 0)
+        _add_slot_weights(keys, _modifier_keys(atoms, base, x, flags, keys, 0), table_keys, table_vals, hash_bits,
+                          cache_keys, cache_vals, slot_w, w, rows, mod[x])
+        if hash_bits == 0:
+            known[n + 1 + x] = _known_bits(rows, _n_sets(flags), 2)
+    _add_slot_weights(keys, _bias_key(keys, 0), table_keys, table_vals, hash_bits, cache_keys, cache_vals,
+                      slot_w, w, rows, bias)
+    # In-between trigrams recur all over a sentence (on the es test set 3.7 M of them are 0.25 M
+    # distinct keys): a small per-sentence memo maps (column, tags) to the key and its row.
+    local_ids = (_local_ids(atoms, base, n, POS), _local_ids(atoms, base, n, CPOS))
+    memo_tag = np.zeros(1 << _MEMO_BITS, dtype=np.uint64)
+    memo_key = np.empty(1 << _MEMO_BITS, dtype=np.uint64)
+    memo_row = np.empty(1 << _MEMO_BITS, dtype=np.int64)
+    ends = np.empty(n + 2, dtype=np.int64)
     for h in range(n + 1):
+        # the keys of every arc from h, then their lookups in one run, then the sums
+        c = 0
         for m in range(n + 1):
-            acc = 0.0
-            if m != 0 and h != m:
-                k = _arc_ids(atoms, base, n, h, m, flags, table_keys, table_vals, idmap, hash_bits,
-                             cache_keys, cache_vals, keys, ids)
-                for j in range(k):
-                    acc += w[ids[j]]
+            ends[m] = c
+            if m == 0 or h == m:
+                continue
+            c = _pair_keys(atoms, base, n, h, m, flags, keys, c, known[h] & known[n + 1 + m])
+        ends[n + 1] = c
+        if hash_bits == 0:
+            _lookup_rows(keys, 0, c, table_keys, table_vals, cache_keys, cache_vals, rows)
+        for m in range(n + 1):
+            if m == 0 or h == m:
+                out[h, m] = 0.0
+                continue
+            slot = dirdist_slot(h, m)
+            acc = head[h, 0] + head[h, slot] + mod[m, 0] + mod[m, slot] + bias[0] + bias[slot]
+            for j in range(ends[m], ends[m + 1]):
+                if hash_bits > 0:
+                    acc += w[_hashed_id(keys[j], 0, hash_bits)] + w[_hashed_id(keys[j], slot, hash_bits)]
+                elif rows[j] >= 0:
+                    acc += slot_w[rows[j], 0] + slot_w[rows[j], slot]
+            for j in range(2):
+                local = local_ids[j]
+                for b in range(min(h, m) + 1, max(h, m)):
+                    # (column, tag of h, tag of b, tag of m) as sentence-local tag numbers: exact, no hashing
+                    tag = (((np.uint64(j) << np.uint64(20) | np.uint64(local[h])) << np.uint64(21)
+                            | np.uint64(local[b])) << np.uint64(21) | np.uint64(local[m])) + np.uint64(1)
+                    i = np.int64((tag * _GOLDEN) >> np.uint64(64 - _MEMO_BITS))
+                    if memo_tag[i] != tag:
+                        pcol = _BETWEEN_COLS[j]
+                        key = _between_key(j, atoms[base + h, pcol], atoms[base + b, pcol], atoms[base + m, pcol])
+                        memo_tag[i] = tag
+                        memo_key[i] = key
+                        memo_row[i] = -1 if hash_bits > 0 else table_lookup(table_keys, table_vals, key)
+                    if hash_bits > 0:
+                        key = memo_key[i]
+                        acc += w[_hashed_id(key, 0, hash_bits)] + w[_hashed_id(key, slot, hash_bits)]
+                    elif memo_row[i] >= 0:
+                        acc += slot_w[memo_row[i], 0] + slot_w[memo_row[i], slot]
             out[h, m] = acc
 
 
@@ -404,11 +615,35 @@ class ArcFeaturizer:
         used = _extract(encoded.tok_ptr, encoded.atoms, *self._tables(), feat_ptr, feat_ids)
         return PartFeatures(part_ptr, feat_ptr, feat_ids[:used].copy(), self.n_features)
 
-    def arc_scores(self, encoded: EncodedCorpus, s: int, w: np.ndarray) -> np.ndarray:
-        """Arc scores ``w . phi(h, m)`` of sentence ``s``, shape (n+1, n+1), without storing ids."""
+    def slot_weights(self, w: np.ndarray) -> np.ndarray:
+        """``w`` laid out as one row of ``N_SLOTS`` weights per template key (0 where no feature).
+
+        Alphabet mode only (hash mode returns an empty array): :meth:`arc_scores`
+        reads a key's weights from one row instead of through ``idmap``.
+        """
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        if w.shape != (self.n_features,):
+            raise ValueError(f"{w.shape[0]} weights for {self.n_features} features")
+        if self.mode == "hash":
+            return np.zeros((0, N_SLOTS))
+        out = np.zeros((self.keys.size, N_SLOTS))
+        out.reshape(-1)[self.codes] = w
+        return out
+
+    def arc_scores(self, encoded: EncodedCorpus, s: int, w: np.ndarray,
+                   slot_w: np.ndarray | None = None) -> np.ndarray:
+        """Arc scores ``w . phi(h, m)`` of sentence ``s``, shape (n+1, n+1), without storing ids.
+
+        Pass ``slot_w = self.slot_weights(w)`` when scoring many sentences with
+        the same ``w``; it is computed here otherwise.
+        """
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        if slot_w is None:
+            slot_w = self.slot_weights(w)
         n = encoded.length(s)
         out = np.empty((n + 1, n + 1))
-        _arc_scores(encoded.atoms, encoded.tok_ptr[s], n, *self._tables(), w, out)
+        _arc_scores(encoded.atoms, encoded.tok_ptr[s], n, self.flags, self.table.table_keys, self.table.table_vals,
+                    self.hash_bits, *self._cache, slot_w, w, out)
         return out
 
     def config(self) -> dict:

@@ -98,9 +98,10 @@ class Parser:
     def predict_heads(self, sentences: Sequence[Sentence]) -> list[list[int]]:
         """The best projective tree of each sentence as heads of words 1..n (0 = root)."""
         encoded = self.featurizer.encode(sentences)
+        slot_w = self.featurizer.slot_weights(self.weights)
         out = []
         for s in range(len(sentences)):
-            heads = eisner_argmax(self.featurizer.arc_scores(encoded, s, self.weights), root=self.root)
+            heads = eisner_argmax(self.featurizer.arc_scores(encoded, s, self.weights, slot_w), root=self.root)
             out.append(heads[1:].tolist())
         return out
 

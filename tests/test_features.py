@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from corpora import load_dataset
+from corpora.sentence import HEAD, Sentence
 from features.arcs import ArcFeaturizer, N_SLOTS, _N_BETWEEN, _N_FIXED
 from features.csr import PartFeatures, add_sparse, collect_delta
 from features.hashing import KeyTable, hash_string
@@ -34,17 +35,39 @@ def test_key_table_finds_every_key_and_only_those():
         KeyTable(np.array([0, 5], dtype=np.uint64))
 
 
+def _joined(sentences):
+    """One sentence of more than 100 words made of consecutive real ones (heads shifted, one root)."""
+    rows = []
+    for sent in sentences:
+        off = len(rows)
+        for row in sent.rows:
+            head = int(row[HEAD])
+            head = head + off if head else (1 if off else 0)
+            rows.append((str(len(rows) + 1),) + row[1:HEAD] + (str(head),) + row[HEAD + 1:])
+        if len(rows) > 100:
+            return Sentence(tuple(rows))
+    raise AssertionError("not enough words")
+
+
+@pytest.mark.parametrize("data", ["es", "wsj"])
 @pytest.mark.parametrize("mode", ["alphabet", "hash"])
-def test_csr_scores_equal_direct_arc_scores(sentences, mode):
-    f = ArcFeaturizer(mode, hash_bits=18)
+def test_csr_scores_equal_direct_arc_scores(data, mode):
+    """The direct scorer of parsing (per-token sums, pruned bigrams, in-between memo) = the training features."""
+    train = load_dataset(data, "train")[:300]
+    dev = load_dataset(data, "dev")
+    sentences = train[:10] + dev[:40] + [_joined(dev[40:])]  # dev words and pairs the alphabet lacks
+    assert len(sentences[-1]) > 100
+    f = ArcFeaturizer.for_corpus(train, mode, hash_bits=18)
+    f.fit(f.encode(train), [s.heads for s in train])
     enc = f.encode(sentences)
-    f.fit(enc, [s.heads for s in sentences])
     pf = f.part_features(enc)
     w = np.random.default_rng(1).normal(size=f.n_features)
+    slot_w = f.slot_weights(w)
     for s in range(len(sentences)):
         lo, hi = pf.parts(s)
         k = len(sentences[s]) + 1
-        np.testing.assert_allclose(pf.scores(lo, hi, w).reshape(k, k), f.arc_scores(enc, s, w), rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(pf.scores(lo, hi, w).reshape(k, k), f.arc_scores(enc, s, w, slot_w),
+                                   rtol=1e-12, atol=1e-9)
 
 
 def test_gold_arcs_keep_every_template_in_the_alphabet(sentences):
