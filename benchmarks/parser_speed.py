@@ -85,8 +85,9 @@ def run_mode(data: str, mode: str, settings: dict, gap: float) -> dict:
 
     def progress(r):
         dev_uas = f"{r.dev:.2f}" if r.dev is not None else "-"
+        gap = f"{r.rel_gap:.2e}" if r.rel_gap is not None else f"- (C annealed to {r.C:g})"
         log(f"{mode}: pass {r.passes:3d}  eff.it {r.eff_iters:6.2f}  opt {r.seconds:7.1f} s  "
-            f"rel.gap {r.rel_gap:.2e}  dev {dev_uas}")
+            f"rel.gap {gap}  dev {dev_uas}")
 
     log(f"{mode}: training on {len(train)} sentences, settings {settings or 'EGConfig() defaults'}")
     start = time.perf_counter()

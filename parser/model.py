@@ -87,18 +87,31 @@ class Parser:
                  info: dict[str, Any] | None = None):
         if root not in ("single", "multi"):
             raise ValueError(f"root must be 'single' or 'multi', not {root!r}")
-        weights = np.ascontiguousarray(weights, dtype=np.float64)
+        weights = np.array(weights, dtype=np.float64, order="C")  # a read-only copy of the caller's array
         if weights.shape != (featurizer.n_features,):
             raise ValueError(f"{weights.shape[0]} weights for {featurizer.n_features} features")
+        weights.setflags(write=False)
         self.featurizer = featurizer
-        self.weights = weights
+        self._weights = weights
         self.root = root
         self.info = dict(info or {})
+        self._slot_w: np.ndarray | None = None
+
+    @property
+    def weights(self) -> np.ndarray:
+        """The feature weights (read-only: a parser with other weights is a new ``Parser``)."""
+        return self._weights
+
+    def _slot_weights(self) -> np.ndarray:
+        # The weights in the scorer's layout, built on the first parse (read-only weights keep it valid).
+        if self._slot_w is None:
+            self._slot_w = self.featurizer.slot_weights(self.weights)
+        return self._slot_w
 
     def predict_heads(self, sentences: Sequence[Sentence]) -> list[list[int]]:
         """The best projective tree of each sentence as heads of words 1..n (0 = root)."""
         encoded = self.featurizer.encode(sentences)
-        slot_w = self.featurizer.slot_weights(self.weights)
+        slot_w = self._slot_weights()
         out = []
         for s in range(len(sentences)):
             heads = eisner_argmax(self.featurizer.arc_scores(encoded, s, self.weights, slot_w), root=self.root)

@@ -375,6 +375,9 @@ class TaggingProblem:
     ``gold_labels``: one int array of label ids per sentence.  Gold is the
     part-count vector of the gold sequence (transition parts count the
     transitions); loss is Hamming: 1 - gold on node parts, 0 on the others.
+    Both are stored as unsigned integers (uint16 counts, uint8 loss), exact
+    and a quarter or an eighth of float64: with Brown's 190 tags a sentence
+    has 190 parts per token plus its transition block, 412 M parts in all.
     """
 
     def __init__(self, features: ChainFeatures, gold_labels: Sequence[Sequence[int]]):
@@ -382,8 +385,9 @@ class TaggingProblem:
             raise ValueError(f"{len(gold_labels)} gold sequences for {features.n_examples} sentences")
         L = features.n_labels
         self.features = features
-        self.gold = np.zeros(features.n_parts)
-        self.loss = np.zeros(features.n_parts)
+        longest = max((features.length(i) for i in range(features.n_examples)), default=0)
+        self.gold = np.zeros(features.n_parts, dtype=np.uint16 if longest < 2 ** 16 else np.uint32)
+        self.loss = np.zeros(features.n_parts, dtype=np.uint8)
         part_of = np.full((L, L), -1, dtype=np.int64)
         part_of[features.trans_pairs[:, 0], features.trans_pairs[:, 1]] = np.arange(features.n_transitions)
         for i, labels in enumerate(gold_labels):
@@ -396,7 +400,7 @@ class TaggingProblem:
             if n and (y.min() < 0 or y.max() >= L):
                 raise ValueError(f"sentence {i}: label ids must lie in 0..{L - 1}")
             lo, hi = features.parts(i)
-            node = np.zeros((n, L))
+            node = np.zeros((n, L), dtype=np.uint8)
             node[np.arange(n), y] = 1.0
             ks = part_of[y[:-1], y[1:]]
             if (ks < 0).any():
@@ -405,11 +409,11 @@ class TaggingProblem:
                                  "(not seen when the features were fitted)")
             g = self.gold[lo:hi]
             g[:n * L] = node.reshape(-1)
-            np.add.at(g, n * L + ks, 1.0)
+            np.add.at(g, n * L + ks, 1)
             if n:
-                g[n * L + features.n_transitions + y[0]] = 1.0
-                g[n * L + features.n_transitions + L + y[-1]] = 1.0
-            self.loss[lo:lo + n * L] = 1.0 - node.reshape(-1)
+                g[n * L + features.n_transitions + y[0]] = 1
+                g[n * L + features.n_transitions + L + y[-1]] = 1
+            self.loss[lo:lo + n * L] = 1 - node.reshape(-1)
 
     def marginals(self, i: int, theta: np.ndarray) -> tuple[float, np.ndarray]:
         log_z, node, edge = forward_backward(*self.features.unpack(i, theta))

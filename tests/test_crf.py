@@ -156,6 +156,17 @@ def test_gold_loss_and_argmax(chunking):
         np.testing.assert_array_equal(z, problem.path_parts(i, f.label_ids([decoded[i]])[0]))
 
 
+def test_gold_and_loss_are_compact_and_trainers_start_in_float64(chunking):
+    """uint16 / uint8 gold and loss save memory; -10 * loss must not wrap around in uint8."""
+    from training.eg import EGConfig, _EGRun
+
+    _, problem, _ = chunking
+    assert problem.gold.dtype == np.uint16 and problem.loss.dtype == np.uint8
+    run = _EGRun(problem, EGConfig(), "ll")
+    assert run.theta.dtype == np.float64
+    np.testing.assert_array_equal(run.theta, -10.0 * problem.loss.astype(np.float64))
+
+
 def test_unknown_predicates_and_bad_input(chunking):
     f = chunking[0]
     enc = f.encode([["Zyxwvut", "qqq"]], [["NN", "NN"]])

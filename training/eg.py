@@ -128,7 +128,7 @@ class _EGRun:
         if theta is None:
             # theta = -k e tilts the start toward the gold structure (Bartlett et al. 2004, Fig. 4b).
             k = config.theta_init if config.theta_init is not None else (MM_TILT if objective == "mm" else LL_TILT)
-            self.theta = -k * problem.loss
+            self.theta = -float(k) * np.asarray(problem.loss, dtype=np.float64)
         else:
             self.theta = np.array(theta, dtype=np.float64)
         if self.theta.shape != (pf.n_parts,):

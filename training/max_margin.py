@@ -67,7 +67,7 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
     pf = problem.features
     n = pf.n_examples
     C = config.C
-    mu = problem.gold.copy() if not state or state.get("mu") is None else np.array(state["mu"], dtype=np.float64)
+    mu = np.array(problem.gold, dtype=np.float64) if not state or state.get("mu") is None else np.array(state["mu"], dtype=np.float64)
     if mu.shape != (pf.n_parts,):
         raise ValueError(f"warm-start mu has shape {mu.shape}, expected ({pf.n_parts},)")
     W = np.zeros(pf.n_features)

@@ -52,8 +52,10 @@ class PartFeatureSet(Protocol):
 
 class StructuredProblem(Protocol):
     features: PartFeatureSet
-    gold: np.ndarray  # (n_parts,) float64, 1.0 for the parts of the gold structure
-    loss: np.ndarray  # (n_parts,) float64, e_{i,r}: Hamming loss of choosing part r
+    # Both (n_parts,), read-only, of any real dtype that holds their values exactly (the tagger
+    # keeps them as small unsigned integers to save memory); trainers compute with them in float64.
+    gold: np.ndarray  # the gold structure's part counts (1 for each part it uses)
+    loss: np.ndarray  # e_{i,r}: Hamming loss of choosing part r
 
     def marginals(self, i: int, theta: np.ndarray) -> tuple[float, np.ndarray]: ...
 
