@@ -146,6 +146,8 @@ def tagger_train(
     sigma2: Optional[float] = typer.Option(None, "--sigma2", help="maxent: Gaussian prior variance (default 10)."),
     passes: Optional[int] = typer.Option(None, "--passes", help="Pass limit (default: the trainer's)."),
     tol: Optional[float] = typer.Option(None, "--tol", help="Convergence tolerance (default: the trainer's)."),
+    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Stop after the pass that brings the "
+                                                "optimisation time past this many seconds (default: no limit)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the example (CRF) or feature (maxent) order."),
     beam: Optional[int] = typer.Option(None, "--beam", help="maxent: beam width of decoding (default 3)."),
     column: Optional[str] = typer.Option(None, "--column", help="Label column: pos or chunk (default: the data "
@@ -160,7 +162,8 @@ def tagger_train(
         if column is not None:
             _choice(column, COLUMNS, "--column")
         trainer = trainer or DEFAULT_TRAINER[model]
-        settings = _trainer_settings(model, trainer, C=C, sigma2=sigma2, passes=passes, tol=tol, seed=seed, beam=beam)
+        settings = _trainer_settings(model, trainer, C=C, sigma2=sigma2, passes=passes, tol=tol,
+                                     max_seconds=max_seconds, seed=seed, beam=beam)
         train_sents, dev_sents, chosen = _training_sets(data, train, dev, column, encoding)
         tokens, labels, pos = _columns(train_sents, chosen, "training")
         dev_set = _columns(dev_sents, chosen, "dev") if dev_sents else None
@@ -173,14 +176,14 @@ def tagger_train(
         if model == "crf":
             tagger, result = train_crf_tagger(tokens, labels, pos, dev=dev_set, trainer=trainer, column=chosen,
                                               callbacks=[progress_printer(f"trainer {trainer}")], **settings)
-            status = ("converged" if result.converged else "stopped at the pass limit") \
+            status = ("converged" if result.converged else "stopped before converging") \
                 + f" after {result.final.eff_iters:.1f} effective iterations"
         else:
             tagger, history = train_maxent_tagger(tokens, labels, pos, dev=dev_set, trainer=trainer, column=chosen,
                                                   callbacks=[_maxent_progress(f"maxent trainer {trainer}")],
                                                   **settings)
             converged = bool(tagger.info.get("converged"))
-            status = ("converged" if converged else "stopped at the pass limit") \
+            status = ("converged" if converged else "stopped before converging") \
                 + f" after {history[-1].passes if history else 0} passes"
         seconds = time.perf_counter() - start
         tagger.info["train_seconds"] = seconds
@@ -202,7 +205,7 @@ def _trainer_settings(model: str, trainer: str, **given) -> dict:
         except ValueError as exc:
             hint = " (maxent trainers go with --model maxent)" if trainer in ("cd", "gis", "scgis") else ""
             raise ValueError(f"{exc}{hint}") from None
-        names = {"C": "C", "passes": "max_passes", "tol": "tol", "seed": "seed"}
+        names = {"C": "C", "passes": "max_passes", "tol": "tol", "max_seconds": "max_seconds", "seed": "seed"}
         fields = {f.name for f in dataclasses.fields(spec.config)}
         for option in ("sigma2", "beam"):
             if option in given:
@@ -213,7 +216,8 @@ def _trainer_settings(model: str, trainer: str, **given) -> dict:
         get_maxent_trainer(trainer)
         if "C" in given:
             raise ValueError("--C applies to --model crf; the maxent regularisation is --sigma2")
-        names = {"sigma2": "sigma2", "passes": "max_passes", "tol": "tol", "seed": "seed", "beam": "beam"}
+        names = {"sigma2": "sigma2", "passes": "max_passes", "tol": "tol", "max_seconds": "max_seconds",
+                 "seed": "seed", "beam": "beam"}
         fields = set(names.values())
     settings = {}
     for option, value in given.items():

@@ -153,6 +153,17 @@ def test_train_maxent_tag_and_evaluate(files: dict[str, Path], tmp_path: Path) -
     assert scores["unknown_accuracy"] is not None
 
 
+@pytest.mark.parametrize("model", ["crf", "maxent"])
+def test_train_max_seconds_stops_after_the_first_pass(files: dict[str, Path], tmp_path: Path, model: str) -> None:
+    out = tmp_path / f"{model}-timed.npz"
+    result = run("tagger", "train", "--train", files["pos-train"], "--model", model, "--max-seconds", 1e-9,
+                 "--out", out)
+    assert_ok(result)
+    assert "stopped before converging" in result.stderr
+    info = Tagger.load(out).info
+    assert (info["final"]["passes"] if model == "crf" else info["passes"]) == 1
+
+
 # --- tag and evaluate ----------------------------------------------------------------------------
 
 
