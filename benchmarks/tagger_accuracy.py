@@ -13,6 +13,10 @@ subprocess), and tagging speed (tokens/s, as ``tagger tag`` reports it).
 
     python benchmarks/tagger_accuracy.py                                      # the issue's table
     python benchmarks/tagger_accuracy.py --runs conll2000-chunk:crf:eg-ll     # one row
+    python benchmarks/tagger_accuracy.py --runs brown:crf:eg-ll:--max-seconds=2400   # with more train options
+
+A fourth field adds ``tagger train`` options (``--name=value``, several
+joined by ``+``); the row then shows them after the trainer.
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ def egnlp(*args: str) -> tuple[str, str, float]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", default=DEFAULT_RUNS, help="comma-separated DATA:MODEL:TRAINER")
+    ap.add_argument("--runs", default=DEFAULT_RUNS, help="comma-separated DATA:MODEL:TRAINER[:--opt=value+...]")
     ap.add_argument("--out", default="runs/tagger_accuracy")
     args = ap.parse_args(argv)
     out = Path(args.out)
@@ -59,14 +63,16 @@ def main(argv: list[str] | None = None) -> None:
     print("| data | model | trainer | accuracy | unknown-word acc. | chunk F1 | train s | peak RSS MB | tokens/s |")
     print("|---|---|---|---:|---:|---:|---:|---:|---:|", flush=True)
     for spec in args.runs.split(","):
-        data, model, trainer = spec.split(":")
+        data, model, trainer, *extra = spec.split(":")
+        options = [part for opt in extra for item in opt.split("+") for part in item.split("=", 1)]
         stem = out / f"{data}-{model}-{trainer}"
+        label = " ".join([trainer] + [item.replace("=", " ") for opt in extra for item in opt.split("+")])
         gold = out / f"{data}-test.conll"
         if not gold.exists():
             egnlp("data", "export", data, "test", "-o", str(gold))
         start = time.perf_counter()
         _, train_log, rss = egnlp("tagger", "train", "--data", data, "--model", model, "--trainer", trainer,
-                                  "--out", f"{stem}.npz")
+                                  *options, "--out", f"{stem}.npz")
         seconds = time.perf_counter() - start
         (stem.with_suffix(".train.log")).write_text(train_log)
         _, tag_log, _ = egnlp("tagger", "tag", f"{stem}.npz", str(gold), "--format", "conll", "-o", f"{stem}.pred.conll")
@@ -75,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
                                   "--model", f"{stem}.npz")[0])
         (stem.with_suffix(".json")).write_text(json.dumps(scores, indent=2))
         f1 = scores.get("f1")
-        print(f"| {data} | {model} | {trainer} | {scores['accuracy']:.2f} | {scores['unknown_accuracy']:.2f} | "
+        print(f"| {data} | {model} | {label} | {scores['accuracy']:.2f} | {scores['unknown_accuracy']:.2f} | "
               f"{'' if f1 is None else f'{f1:.2f}'} | {seconds:.0f} | {rss:.0f} | "
               f"{speed.group(1) if speed else '?'} |", flush=True)
 
