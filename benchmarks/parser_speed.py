@@ -115,6 +115,7 @@ def run_mode(data: str, mode: str, settings: dict, gap: float) -> dict:
     extract_seconds = time.perf_counter() - start
     return {
         "mode": mode,
+        "trainer": parser.info.get("trainer"),
         "config": parser.info["config"],
         "root": root,
         "n_features": featurizer.n_features,
@@ -186,7 +187,7 @@ def report(results: list[dict], compiles: list[dict], data: str, load: float) ->
 
     first = results[0]
     passes = first["config"]["max_passes"]
-    out = [f"Data set `{data}` (root: {first['root']}); trainer eg-ll with C={first['config']['C']}, "
+    out = [f"Data set `{data}` (root: {first['root']}); trainer {first.get('trainer')} with C={first['config']['C']}, "
            f"max_passes={passes}, tol={first['config']['tol']}, anneal={first['config']['anneal']}; "
            f"{first['n_parts']:,} arc cells in the training set; {os.cpu_count()} CPUs, "
            f"load average {load:.2f} at the start.", "",
