@@ -158,34 +158,19 @@ def _n_sets(flags):
 
 
 @njit(cache=True)
-def _head_keys(atoms, base, h, flags, out, c):
-    """Templates of the head alone (hw.hp, hw, hp per pair set; hp.hf), written to ``out`` from ``c``."""
+def _token_keys(atoms, base, x, flags, role, out, c):
+    """Templates of token x alone, written to ``out`` from ``c``: as the head (``role`` 0: hw.hp, hw,
+    hp per pair set, then hp.hf) or as the modifier (``role`` 1: mw.mp, mw, mp, then mp.mf)."""
     for j in range(_n_sets(flags)):
         wcol, pcol = _PAIR_SETS[j]
-        t = 13 * j
-        hw = atoms[base + h, wcol]
-        hp = atoms[base + h, pcol]
-        c = _emit(out, c, _key(t + 0, hw, hp, 0, 0))
-        c = _emit(out, c, _key(t + 1, hw, 0, 0, 0))
-        c = _emit(out, c, _key(t + 2, hp, 0, 0, 0))
+        t = 13 * j + 3 * role
+        word = atoms[base + x, wcol]
+        tag = atoms[base + x, pcol]
+        c = _emit(out, c, _key(t + 0, word, tag, 0, 0))
+        c = _emit(out, c, _key(t + 1, word, 0, 0, 0))
+        c = _emit(out, c, _key(t + 2, tag, 0, 0, 0))
     if flags & USE_FEATS:
-        c = _emit(out, c, _key(_T_FEATS + 0, atoms[base + h, CPOS], atoms[base + h, FEATS], 0, 0))
-    return c
-
-
-@njit(cache=True)
-def _modifier_keys(atoms, base, m, flags, out, c):
-    """Templates of the modifier alone (mw.mp, mw, mp per pair set; mp.mf)."""
-    for j in range(_n_sets(flags)):
-        wcol, pcol = _PAIR_SETS[j]
-        t = 13 * j
-        mw = atoms[base + m, wcol]
-        mp = atoms[base + m, pcol]
-        c = _emit(out, c, _key(t + 3, mw, mp, 0, 0))
-        c = _emit(out, c, _key(t + 4, mw, 0, 0, 0))
-        c = _emit(out, c, _key(t + 5, mp, 0, 0, 0))
-    if flags & USE_FEATS:
-        c = _emit(out, c, _key(_T_FEATS + 1, atoms[base + m, CPOS], atoms[base + m, FEATS], 0, 0))
+        c = _emit(out, c, _key(_T_FEATS + role, atoms[base + x, CPOS], atoms[base + x, FEATS], 0, 0))
     return c
 
 
@@ -281,8 +266,8 @@ def arc_keys(atoms, base, n, h, m, flags, out):
     ``out`` needs room for ``_N_FIXED + _N_BETWEEN * n`` keys.  Each key is a feature alone
     (slot 0) and conjoined with :func:`dirdist_slot` (slots 1..15).
     """
-    c = _head_keys(atoms, base, h, flags, out, 0)
-    c = _modifier_keys(atoms, base, m, flags, out, c)
+    c = _token_keys(atoms, base, h, flags, 0, out, 0)
+    c = _token_keys(atoms, base, m, flags, 1, out, c)
     c = _pair_keys(atoms, base, n, h, m, flags, out, c)
     c = _bias_key(out, c)
     return _between_keys(atoms, base, h, m, out, c)
@@ -403,7 +388,7 @@ def _add_slot_weights(keys, c, table_keys, table_vals, hash_bits, cache_keys, ca
 def _known_bits(rows, n_sets, shift):
     """Bits (4j + shift, 4j + shift + 1) for the rows of the word.tag and word keys of each pair set j.
 
-    ``rows`` holds the lookups of :func:`_head_keys` / :func:`_modifier_keys`
+    ``rows`` holds the lookups of :func:`_token_keys` (head or modifier)
     (three keys per set, the word.tag key first, then the word key); the
     other bits stay set.
     """
@@ -445,11 +430,11 @@ def _arc_scores(atoms, base, n, flags, table_keys, table_vals, hash_bits, cache_
     bias = np.zeros(N_SLOTS)
     known = np.full(2 * (n + 1), -1, dtype=np.int64)  # the bits of _pair_keys: head ones, then modifier ones
     for x in range(n + 1):
-        _add_slot_weights(keys, _head_keys(atoms, base, x, flags, keys, 0), table_keys, table_vals, hash_bits,
+        _add_slot_weights(keys, _token_keys(atoms, base, x, flags, 0, keys, 0), table_keys, table_vals, hash_bits,
                           cache_keys, cache_vals, slot_w, w, rows, head[x])
         if hash_bits == 0:
             known[x] = _known_bits(rows, _n_sets(flags), 0)
-        _add_slot_weights(keys, _modifier_keys(atoms, base, x, flags, keys, 0), table_keys, table_vals, hash_bits,
+        _add_slot_weights(keys, _token_keys(atoms, base, x, flags, 1, keys, 0), table_keys, table_vals, hash_bits,
                           cache_keys, cache_vals, slot_w, w, rows, mod[x])
         if hash_bits == 0:
             known[n + 1 + x] = _known_bits(rows, _n_sets(flags), 2)
