@@ -307,9 +307,9 @@ def _log_mix(S, T, k, i, z, ez, em1):
     With q = S_ki / T_i this is log1p(q (e^z - 1)), exact while q (e^z - 1) >
     -1/2.  Below that (a large negative step on a label holding most of the
     mass) log1p loses everything: with q = 1 - 1e-27 and e^z - 1 rounded to
-    -1 it gives -inf or about z, while the true value is near
-    log(1 - q), and T_i - S_ki cancels just as badly.  So the other labels'
-    mass is summed afresh there, O(labels) for the rare events that need it.
+    -1 it gives -inf or about z, while the true value is log((1 - q) + q e^z),
+    and T_i - S_ki cancels just as badly.  So the other labels' mass is summed
+    afresh there, O(labels) for the rare events that need it.
     """
     q = S[k, i] / T[i]
     x = q * em1
@@ -599,7 +599,8 @@ def _fit_sequential(kind: str, data: MaxentData, config: MaxentConfig, dev, call
         f = rec.records[-1].primal
         if not np.isfinite(f) or f > rec.records[-2].primal:
             # A pass that raised the objective is a numerical failure of the incremental
-            # sums (seen with cd on the full conll2000-pos data): keep the last good weights.
+            # sums (cd on the full conll2000-pos data, before S_ki e^z in _update_sums): keep
+            # the last good weights rather than a worse model.
             w[:] = good
             failed_pass = passes
             rec.records.pop()
