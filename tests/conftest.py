@@ -1,0 +1,34 @@
+"""Session hooks shared by the whole suite.
+
+After pytest has reported, the process ends with pytest's own exit status
+and skips the interpreter's teardown.  In about half of the runs that
+compile every Numba kernel cold in one process, the assertion-enabled LLVM
+inside llvmlite 0.50 aborts while freeing compiled code at interpreter exit
+(SIGABRT, ``StringMap.cpp ... RemoveKey ... "Didn't find key?"``), after
+every test has passed; a warm on-disk cache never showed it.  The exit
+status would then be 134 instead of pytest's.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config.stash[_STATUS] = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    status = config.stash.get(_STATUS, None)
+    if status is None:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
+_STATUS = pytest.StashKey[int]()
