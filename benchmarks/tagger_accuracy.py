@@ -64,9 +64,10 @@ def main(argv: list[str] | None = None) -> None:
     print("|---|---|---|---:|---:|---:|---:|---:|---:|", flush=True)
     for spec in args.runs.split(","):
         data, model, trainer, *extra = spec.split(":")
-        options = [part for opt in extra for item in opt.split("+") for part in item.split("=", 1)]
+        items = [item for opt in extra for item in opt.split("+")]  # "--name=value"
+        options = [part for item in items for part in item.split("=", 1)]
         stem = out / f"{data}-{model}-{trainer}"
-        label = " ".join([trainer] + [item.replace("=", " ") for opt in extra for item in opt.split("+")])
+        label = " ".join([trainer] + [item.replace("=", " ") for item in items])
         gold = out / f"{data}-test.conll"
         if not gold.exists():
             egnlp("data", "export", data, "test", "-o", str(gold))

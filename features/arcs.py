@@ -464,6 +464,8 @@ def _arc_scores(atoms, base, n, flags, table_keys, table_vals, hash_bits, cache_
                 continue
             slot = dirdist_slot(h, m)
             acc = head[h, 0] + head[h, slot] + mod[m, 0] + mod[m, slot] + bias[0] + bias[slot]
+            # The two weight sums below stay written out: one shared helper for them made parsing
+            # the es test set 2.3x slower (0.99 s -> 2.28 s).
             for j in range(ends[m], ends[m + 1]):
                 if hash_bits > 0:
                     acc += w[_hashed_id(keys[j], 0, hash_bits)] + w[_hashed_id(keys[j], slot, hash_bits)]
