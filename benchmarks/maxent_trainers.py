@@ -8,11 +8,11 @@ Run from the project root (NLTK_DATA must point at the corpora)::
 
 For each data set (``conll2000-pos``, ``conll2000-chunk``, ``brown``, or any
 tagging set) the training events are built once
-(``tagger.maxent.build_training_data``: one event per token, the observation
-predicates of ``tagger.predicates`` plus the gold tag history, features =
+(``egnlp.tagger.maxent.build_training_data``: one event per token, the observation
+predicates of ``egnlp.tagger.predicates`` plus the gold tag history, features =
 (predicate, label) pairs seen in training; for chunking the labels are the
 chunk column and the POS tags are inputs).  Then every trainer of
-``training.maxent.MAXENT_TRAINERS`` (``--trainers``, default cd, scgis, gis,
+``egnlp.training.maxent.MAXENT_TRAINERS`` (``--trainers``, default cd, scgis, gis,
 lbfgs) minimises the same objective sum_i -log P(y_i|x_i) + ||w||^2 /
 (2 sigma^2), sigma^2 = ``--sigma2`` (10), from w = 0, with ``tol = 0`` (no
 stopping on the relative decrease except when a pass does not decrease f)
@@ -73,7 +73,7 @@ def log(message: str) -> None:
 
 def load(data: str, limit: int | None, test_limit: int | None):
     """(task, train, test): dicts of tokens, labels and pos (None unless the labels are chunks)."""
-    from corpora import dataset_task, load_sentences
+    from egnlp.corpora import dataset_task, load_sentences
     from egnlp.tagging import label_columns
 
     task = dataset_task(data)
@@ -142,8 +142,8 @@ def first_reaching(rows: list[dict], threshold: float) -> dict | None:
 def run_data(data: str, args) -> dict:
     import numpy as np
 
-    from tagger.maxent import MaxentModel, build_training_data
-    from training.maxent import MaxentConfig, get_maxent_trainer
+    from egnlp.tagger.maxent import MaxentModel, build_training_data
+    from egnlp.training.maxent import MaxentConfig, get_maxent_trainer
 
     task, train, test = load(data, args.limit, args.test_limit)
     use_pos = task == "chunk"
@@ -301,7 +301,7 @@ def main() -> None:
                          "grid of passes; 0 decodes every pass (default: 50)")
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "maxent_trainers", help="output folder")
     args = ap.parse_args()
-    from training.maxent import MAXENT_TRAINERS
+    from egnlp.training.maxent import MAXENT_TRAINERS
 
     args.trainers = [t.strip() for t in args.trainers.split(",") if t.strip()]
     unknown = [t for t in args.trainers if t not in MAXENT_TRAINERS]

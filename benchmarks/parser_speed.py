@@ -29,7 +29,7 @@ the subprocess after training (``ru_maxrss``).
 
 Table 3, parsing: seconds for ``Parser.parse`` on the test split, sentences
 and tokens per second, test UAS with and without punctuation
-(``parser.evaluate.attachment_scores``).
+(``egnlp.parser.evaluate.attachment_scores``).
 
 Table 4, compilation cache: fresh interpreters import the package and time the
 first call of every kernel (train 1 pass on two tiny sentences, parse them)
@@ -68,10 +68,10 @@ def feature_mode(name: str) -> tuple[str, int]:
 
 def run_mode(data: str, mode: str, settings: dict, gap: float) -> dict:
     """Train, parse and extract features for one mode in this process; return the measurements."""
-    from corpora import dataset_root, load_dataset
+    from egnlp.corpora import dataset_root, load_dataset
     from egnlp.api import train_parser
-    from features.arcs import ArcFeaturizer
-    from parser.evaluate import attachment_scores
+    from egnlp.features.arcs import ArcFeaturizer
+    from egnlp.parser.evaluate import attachment_scores
 
     fmode, bits = feature_mode(mode)
     train, dev, test = (load_dataset(data, split) for split in ("train", "dev", "test"))
@@ -146,7 +146,7 @@ def run_mode(data: str, mode: str, settings: dict, gap: float) -> dict:
 COMPILE_PROBE = """
 import json, time
 t0 = time.perf_counter()
-from corpora import Sentence
+from egnlp.corpora import Sentence
 from egnlp.api import train_parser
 t1 = time.perf_counter()
 rows = [("1", "El", "el", "d", "da", "_", "2", "spec", "_", "_"),

@@ -11,7 +11,7 @@ for byte, except that runs of blank lines become one blank line, a missing
 final blank line is added, CRLF line ends become LF and a leading byte-order
 mark is dropped.
 
-Every problem in a file raises :class:`~corpora.errors.CorpusError` with the
+Every problem in a file raises :class:`~egnlp.corpora.errors.CorpusError` with the
 file name and the 1-based line number.
 """
 

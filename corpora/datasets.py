@@ -23,7 +23,7 @@ sentences have exactly one root (and are projective), so the root is "single".
 The files carry no labels: DEPREL is ``_``.
 
 The tagging sets have no trees (HEAD is ``_``, ``Sentence.heads`` is None,
-root ``-``); the tag is in CPOSTAG and POSTAG (see :mod:`corpora.tagging`):
+root ``-``); the tag is in CPOSTAG and POSTAG (see :mod:`egnlp.corpora.tagging`):
 
 ``brown``: the 500 Brown documents, sorted by file id and shuffled with
 ``random.Random(0)``; the first 400 are train+dev (dev = the last 40 of them)
@@ -41,7 +41,7 @@ equal those of ``wsj`` token for token.
 
 Packages are found through NLTK's data path (``NLTK_DATA``); a missing one is
 downloaded once with ``nltk.download`` and, failing that, raises
-:class:`~corpora.errors.DataNotFoundError`. Each file is parsed once per
+:class:`~egnlp.corpora.errors.DataNotFoundError`. Each file is parsed once per
 process; the sentences returned are shared between calls, so do not mutate
 them (use :meth:`Sentence.with_heads`, :meth:`Sentence.with_tags`).
 """

@@ -3,7 +3,7 @@
 Each word line is ``word TAB tag TAB head`` and a blank line ends a sentence.
 The sentences become ten-column CoNLL-X rows: LEMMA and FEATS ``_``, CPOS and
 POS both the tag, DEPREL, PHEAD and PDEPREL ``_``. Writing them with
-:func:`~corpora.conll.write_conll` therefore gives CoNLL-X.
+:func:`~egnlp.corpora.conll.write_conll` therefore gives CoNLL-X.
 """
 
 from __future__ import annotations

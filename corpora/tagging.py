@@ -4,10 +4,10 @@ Each reader turns one file into :class:`Sentence` objects in CoNLL-X shape:
 ID, FORM, LEMMA ``_``, CPOSTAG and POSTAG both the tag, FEATS, HEAD, DEPREL,
 PHEAD and PDEPREL ``_`` (no trees, so ``Sentence.heads`` is None), plus an
 11th column with the chunk tag for CoNLL-2000. Writing them with
-:func:`~corpora.conll.write_conll` gives files that
+:func:`~egnlp.corpora.conll.write_conll` gives files that
 ``read_conll(path, require_heads=False)`` reads back.
 
-Every malformed line raises :class:`~corpora.errors.CorpusError` naming the
+Every malformed line raises :class:`~egnlp.corpora.errors.CorpusError` naming the
 file and the 1-based line.
 """
 

@@ -1,7 +1,7 @@
 """The public Python API: train a parser, parse, evaluate.
 
     from egnlp.api import train_parser
-    from corpora import load_dataset
+    from egnlp.corpora import load_dataset
     parser, result = train_parser(load_dataset("es", "train"), load_dataset("es", "dev"), root="single")
     trees = parser.parse(load_dataset("es", "test"))
 """
@@ -14,14 +14,14 @@ from typing import Sequence
 
 import numpy as np
 
-from corpora import Sentence, guess_root
-from features.arcs import ArcFeaturizer
-from parser.eisner import eisner_argmax
-from parser.model import Parser
-from parser.problem import ParsingProblem
-from training.path import PathPoint, regularization_path
-from training.records import Callback, TrainResult
-from training.registry import get_trainer, make_config
+from egnlp.corpora import Sentence, guess_root
+from egnlp.features.arcs import ArcFeaturizer
+from egnlp.parser.eisner import eisner_argmax
+from egnlp.parser.model import Parser
+from egnlp.parser.problem import ParsingProblem
+from egnlp.training.path import PathPoint, regularization_path
+from egnlp.training.records import Callback, TrainResult
+from egnlp.training.registry import get_trainer, make_config
 
 
 # The parser's defaults, chosen on dev.  Max-margin EG at C = 100 (the best C of
@@ -73,7 +73,7 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     ``root`` is "single" or "multi" (default: "single" when every training
     tree has one root child); ``settings`` go to the trainer's config (for
     EG: C, max_passes, tol, seed, eta_init, order, max_seconds, anneal; see
-    ``training.registry.TRAINERS`` for the others).  C defaults to
+    ``egnlp.training.registry.TRAINERS`` for the others).  C defaults to
     :data:`DEFAULT_PARSER_C` of the trainer's objective.  ``state`` warm-starts
     the trainer.
     The dev set, if given, is scored (UAS) after every pass.

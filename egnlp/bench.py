@@ -15,10 +15,10 @@ import json
 from pathlib import Path
 from typing import Callable, Sequence
 
-from corpora.conll import write_text_atomic
-from training.path import PathPoint, regularization_path
-from training.records import PassRecord
-from training.registry import get_trainer, make_config
+from egnlp.corpora.conll import write_text_atomic
+from egnlp.training.path import PathPoint, regularization_path
+from egnlp.training.records import PassRecord
+from egnlp.training.registry import get_trainer, make_config
 
 THRESHOLDS = ("1e-2", "1e-3", "1e-4")
 DEFAULT_TRAINERS = {"ll": ("eg-ll", "lbfgs", "sgd", "eg-ll-batch"), "mm": ("eg-mm", "cutting-plane", "bcfw")}

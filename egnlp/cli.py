@@ -16,16 +16,17 @@ from typing import Optional
 
 import typer
 
-from corpora import CorpusError, list_datasets, load_sentences, read_conll, write_conll
-from corpora.datasets import dataset_root, dataset_task, is_dataset
+from egnlp import __version__
+from egnlp.corpora import CorpusError, list_datasets, load_sentences, read_conll, write_conll
+from egnlp.corpora.datasets import dataset_root, dataset_task, is_dataset
 from egnlp.console import USER_ERRORS, fail, progress_printer
 from egnlp.tagger_cli import parse_text_command, tagger_app
 from egnlp.api import DEFAULT_PARSER_C, DEFAULT_PARSER_TRAINER
-from parser.evaluate import attachment_scores
-from parser.model import Parser
-from training.eg import EGConfig
-from training.records import PassRecord
-from training.registry import TRAINERS, get_trainer, make_config
+from egnlp.parser.evaluate import attachment_scores
+from egnlp.parser.model import Parser
+from egnlp.training.eg import EGConfig
+from egnlp.training.records import PassRecord
+from egnlp.training.registry import TRAINERS, get_trainer, make_config
 
 app = typer.Typer(help="Dependency parsers and POS taggers trained with exponentiated-gradient algorithms.", no_args_is_help=True,
                   add_completion=False, pretty_exceptions_enable=False)
@@ -38,6 +39,19 @@ app.command("parse-text")(parse_text_command)
 bench_app = typer.Typer(help="Reproduce the optimizer comparisons and regularization paths of the EG paper.",
                         no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"egnlp {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Dependency parsers and POS taggers trained with exponentiated-gradient algorithms."""
+
 
 class Root(str, Enum):
     single = "single"
@@ -123,7 +137,7 @@ def parser_train(
 ) -> None:
     """Train a first-order projective parser and save it."""
     from egnlp.api import train_parser, train_parser_path
-    from training.path import parse_c_path
+    from egnlp.training.path import parse_c_path
 
     try:
         settings = trainer_settings(max_passes=passes, anneal=anneal, order=order, seed=seed, max_seconds=max_seconds)
@@ -229,7 +243,7 @@ def demo(data: str = typer.Option("wsj", "--data", help="Dependency data set for
     """
     from egnlp.api import train_parser
     from egnlp.tagging import label_columns, train_crf_tagger
-    from tagger.evaluate import tag_scores
+    from egnlp.tagger.evaluate import tag_scores
 
     try:
         for name, task in ((data, "parse"), (tagger_data, "pos")):
@@ -353,7 +367,7 @@ def bench_path(
 ) -> None:
     """A warm-started path of C values (each from the last solution): the paper's Table 3."""
     from egnlp.bench import run_path, write_path_report
-    from training.path import parse_c_path
+    from egnlp.training.path import parse_c_path
 
     try:
         name = trainer or ("eg-ll" if objective == Objective.ll else "eg-mm")

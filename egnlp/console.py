@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from corpora import CorpusError
-from parser.model import ModelError
-from training.records import PassRecord
+from egnlp.corpora import CorpusError
+from egnlp.parser.model import ModelError
+from egnlp.training.records import PassRecord
 
 # Errors in the user's input (files, data set names, model files, settings): one line, exit status 1.
 USER_ERRORS = (CorpusError, ModelError, ValueError, OSError)

@@ -1,12 +1,12 @@
 """From raw text to dependency trees: split and tokenise, tag, parse; CoNLL-U out.
 
-    from tagger import Tagger
-    from parser.model import Parser
+    from egnlp.tagger import Tagger
+    from egnlp.parser.model import Parser
     from egnlp.pipeline import parse_text, to_conllu
     trees = parse_text("The cat sat on the mat. It purred.", Tagger.load("pos.npz"), Parser.load("wsj.npz"))
     print(to_conllu(trees))
 
-Sentences are split and tokenised by :mod:`tagger.text` (Penn Treebank
+Sentences are split and tokenised by :mod:`egnlp.tagger.text` (Penn Treebank
 tokens, no downloaded data).  The tagger's POS tags go into both CPOSTAG
 (CoNLL-U UPOS) and POSTAG (XPOS), as in the tagging corpora the parsers are
 trained on; LEMMA and FEATS are ``_``; DEPREL is ``_`` (the parser predicts
@@ -19,11 +19,11 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from corpora import Sentence, format_conll
-from corpora.sentence import BLANK
-from parser.model import Parser
-from tagger.model import Tagger
-from tagger.text import split_sentences, tokenize
+from egnlp.corpora import Sentence, format_conll
+from egnlp.corpora.sentence import BLANK
+from egnlp.parser.model import Parser
+from egnlp.tagger.model import Tagger
+from egnlp.tagger.text import split_sentences, tokenize
 
 __all__ = ["parse_text", "tag_text", "text_sentences", "to_conllu", "tokens_sentence"]
 
@@ -65,7 +65,7 @@ def _check_pos_tagger(tagger: Tagger) -> None:
 
 
 def tag_text(text: str, tagger: Tagger, *, comments: bool = True) -> list[Sentence]:
-    """Split and tokenise ``text`` and tag it with a POS ``tagger``: one Sentence (no heads) per sentence."""
+    """Split and tokenise ``text`` and tag it with a POS ``egnlp.tagger``: one Sentence (no heads) per sentence."""
     _check_pos_tagger(tagger)
     pieces = text_sentences(text)
     tags = tagger.predict([tokens for _, tokens in pieces])
@@ -77,14 +77,14 @@ def tag_text(text: str, tagger: Tagger, *, comments: bool = True) -> list[Senten
 
 
 def parse_text(text: str, tagger: Tagger, parser: Parser, *, comments: bool = True) -> list[Sentence]:
-    """Dependency trees of raw ``text``: split, tokenise, tag with ``tagger``, parse with ``parser``.
+    """Dependency trees of raw ``text``: split, tokenise, tag with ``egnlp.tagger``, parse with ``egnlp.parser``.
 
     Returns one Sentence per sentence with the predicted POS tags (CPOSTAG and
     POSTAG) and heads (DEPREL ``_``), with ``# sent_id`` / ``# text``
     comments unless ``comments`` is False.  Text without tokens gives [].
 
     Raises:
-        ValueError: ``tagger`` is not a POS tagger (a chunker, say).
+        ValueError: ``egnlp.tagger`` is not a POS tagger (a chunker, say).
     """
     if not isinstance(parser, Parser):
         raise ValueError(f"parser must be a parser.model.Parser, not {type(parser).__name__}")

@@ -22,17 +22,17 @@ from typing import Optional
 
 import typer
 
-from corpora import (CorpusError, Sentence, format_conll, is_dataset, load_sentences, parse_conll, read_conll,
+from egnlp.corpora import (CorpusError, Sentence, format_conll, is_dataset, load_sentences, parse_conll, read_conll,
                      write_conll)
-from corpora.conll import decode, read_bytes, write_text_atomic
-from corpora.datasets import dataset_task
-from corpora.sentence import BLANK
+from egnlp.corpora.conll import decode, read_bytes, write_text_atomic
+from egnlp.corpora.datasets import dataset_task
+from egnlp.corpora.sentence import BLANK
 from egnlp.console import USER_ERRORS, fail, progress_printer
 from egnlp.pipeline import parse_text, text_sentences, to_conllu, tokens_sentence
 from egnlp.tagging import label_columns
-from parser.model import Parser
-from tagger.evaluate import tag_scores
-from tagger.model import Tagger
+from egnlp.parser.model import Parser
+from egnlp.tagger.evaluate import tag_scores
+from egnlp.tagger.model import Tagger
 
 __all__ = ["parse_text_command", "tagger_app"]
 
@@ -198,7 +198,7 @@ def _trainer_settings(model: str, trainer: str, **given) -> dict:
     """The trainer settings the user gave, checked against what the trainer has."""
     given = {k: v for k, v in given.items() if v is not None}
     if model == "crf":
-        from training.registry import get_trainer
+        from egnlp.training.registry import get_trainer
 
         try:
             spec = get_trainer(trainer)
@@ -211,7 +211,7 @@ def _trainer_settings(model: str, trainer: str, **given) -> dict:
             if option in given:
                 raise ValueError(f"--{option} applies to --model maxent; a CRF's regularisation is --C")
     else:
-        from training.maxent import get_maxent_trainer
+        from egnlp.training.maxent import get_maxent_trainer
 
         get_maxent_trainer(trainer)
         if "C" in given:

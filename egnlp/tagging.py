@@ -8,9 +8,9 @@
     tagger, result = train_crf_tagger(tokens, tags)
     tagger.tag("The economy grew. Prices fell.")
 
-:func:`train_maxent_tagger` trains the maxent tagger (``tagger.maxent``) the
-same way.  Any trainer of :mod:`training.registry` works on the CRF's structured
-problem (:class:`tagger.crf.TaggingProblem`); the default is online EG on
+:func:`train_maxent_tagger` trains the maxent tagger (``egnlp.tagger.maxent``) the
+same way.  Any trainer of :mod:`egnlp.training.registry` works on the CRF's structured
+problem (:class:`egnlp.tagger.crf.TaggingProblem`); the default is online EG on
 the log-linear dual (``eg-ll``).
 """
 
@@ -22,10 +22,10 @@ from typing import Sequence
 
 import numpy as np
 
-from tagger.crf import ChainFeaturizer, CRFModel
-from tagger.model import Tagger
-from training.records import Callback, TrainResult
-from training.registry import get_trainer
+from egnlp.tagger.crf import ChainFeaturizer, CRFModel
+from egnlp.tagger.model import Tagger
+from egnlp.training.records import Callback, TrainResult
+from egnlp.training.registry import get_trainer
 
 # Regularisation constant of the CRF tagger when none is given (the primal is
 # sum_i loss_i + C/2 ||w||^2, a sum over sentences).  Chosen by a dev sweep on
@@ -133,14 +133,14 @@ def train_maxent_tagger(train_sentences_tokens: Sequence[Sequence[str]], labels:
                         pos: Sequence[Sequence[str]] | None = None, *, dev: tuple | None = None,
                         trainer: str = "cd", column: str | None = None, callbacks: Sequence = (),
                         **settings) -> tuple[Tagger, list]:
-    """Train a maxent tagger (:func:`tagger.maxent.train_maxent`) and wrap it in a :class:`Tagger`.
+    """Train a maxent tagger (:func:`egnlp.tagger.maxent.train_maxent`) and wrap it in a :class:`Tagger`.
 
     ``pos`` makes a chunker, as for :func:`train_crf_tagger`; ``dev`` is
     ``(tokens, labels)`` or ``(tokens, labels, pos)``; ``settings`` (sigma2,
     max_passes, tol, seed, beam, ...) go to ``train_maxent``.  Returns the
     Tagger (with its training vocabulary) and the per-pass records.
     """
-    from tagger.maxent import train_maxent
+    from egnlp.tagger.maxent import train_maxent
 
     tokens, gold, pos_kept = _non_empty(train_sentences_tokens, labels, pos)
     if dev is not None and len(dev) == 2:

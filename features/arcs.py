@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from features.csr import PartFeatures
-from features.hashing import (KeyTable, StringHasher, cached_lookup, combine, hash_string, new_cache,
+from egnlp.features.csr import PartFeatures
+from egnlp.features.hashing import (KeyTable, StringHasher, cached_lookup, combine, hash_string, new_cache,
                               table_lookup)
 
 WORD, PREFIX, POS, CPOS, LEMMA, FEATS = 0, 1, 2, 3, 4, 5
@@ -279,7 +279,7 @@ def _arc_ids(atoms, base, n, h, m, flags, table_keys, table_vals, idmap, hash_bi
     """Feature ids of arc h -> m written to ``ids``; returns their number.
 
     ``keys`` is work space for :func:`arc_keys`; ``ids`` needs twice its room;
-    ``cache_keys`` / ``cache_vals`` come from :func:`features.hashing.new_cache`.
+    ``cache_keys`` / ``cache_vals`` come from :func:`egnlp.features.hashing.new_cache`.
     """
     k = arc_keys(atoms, base, n, h, m, flags, keys)
     slot = dirdist_slot(h, m)

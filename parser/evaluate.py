@@ -12,8 +12,8 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 
-from corpora import CorpusError, Sentence
-from corpora.sentence import BLANK
+from egnlp.corpora import CorpusError, Sentence
+from egnlp.corpora.sentence import BLANK
 
 # Sentence-length buckets of the by-length breakdown: (label, shortest, longest).
 LENGTH_BUCKETS: tuple[tuple[str, int, float], ...] = (

@@ -24,9 +24,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from corpora import Sentence
-from features.arcs import TEMPLATES_VERSION, ArcFeaturizer
-from parser.eisner import eisner_argmax
+from egnlp.corpora import Sentence
+from egnlp.features.arcs import TEMPLATES_VERSION, ArcFeaturizer
+from egnlp.parser.eisner import eisner_argmax
 
 FORMAT_VERSION = 1
 MODEL_KIND = "egnlp-parser"

@@ -2,7 +2,7 @@
 
 Parts of sentence i are the (n+1) x (n+1) cells [head, modifier] of its arc
 score matrix in row-major order, the root at 0; the oracles are the Eisner
-kernels of :mod:`parser.eisner` over the chosen tree space.  Gold trees are
+kernels of :mod:`egnlp.parser.eisner` over the chosen tree space.  Gold trees are
 kept as they are, including the few that are not projective (45 of the 2,654
 ``es`` training sentences): their gold parts still define phi(x_i, y_i) and
 the objectives stay convex and finite, only no projective tree reaches them.
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from features.csr import PartFeatures
-from parser.eisner import eisner_argmax, inside, inside_outside
+from egnlp.features.csr import PartFeatures
+from egnlp.parser.eisner import eisner_argmax, inside, inside_outside
 
 
 def arc_indicator(heads, size: int) -> np.ndarray:
@@ -24,7 +24,7 @@ def arc_indicator(heads, size: int) -> np.ndarray:
 
 
 class ParsingProblem:
-    """First-order projective parsing of a corpus whose arcs are compiled into ``features``."""
+    """First-order projective parsing of a corpus whose arcs are compiled into ``egnlp.features``."""
 
     def __init__(self, features: PartFeatures, heads_list, root: str = "multi"):
         if root not in ("single", "multi"):

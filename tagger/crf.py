@@ -45,7 +45,7 @@ Features
 --------
 Node features are the (observation predicate, label) pairs seen in the
 training data (CRFsuite's default); predicates come from
-:mod:`tagger.predicates`.  They are not stored per part: each token keeps its
+:mod:`egnlp.tagger.predicates`.  They are not stored per part: each token keeps its
 predicate ids (CSR ``pred_ptr`` / ``pred_ids``) and each predicate its seen
 labels (CSR ``lab_ptr`` / ``lab_labels``), and the feature id of the pair at
 entry m of ``lab_labels`` is m itself.  Then come T transition features,
@@ -63,9 +63,9 @@ from typing import Any, Sequence
 import numpy as np
 from numba import njit
 
-from tagger.chain import forward_backward, log_partition, viterbi
-from tagger.predicates import token_predicates
-from tagger.strings import pack_strings, unpack_strings
+from egnlp.tagger.chain import forward_backward, log_partition, viterbi
+from egnlp.tagger.predicates import token_predicates
+from egnlp.tagger.strings import pack_strings, unpack_strings
 
 KIND = "crf"
 _PROBE = (["The", "U.S.", "Mr.", "McDonald's", "1,984", "well-known", "dogs", "ran", "."],
@@ -75,7 +75,7 @@ _PROBE = (["The", "U.S.", "Mr.", "McDonald's", "1,984", "well-known", "dogs", "r
 def predicates_fingerprint(use_pos: bool) -> str:
     """A short hash of the predicates of a fixed probe sentence.
 
-    Saved with a model: if :mod:`tagger.predicates` changes the predicates it
+    Saved with a model: if :mod:`egnlp.tagger.predicates` changes the predicates it
     emits, old models fail to load instead of decoding with shifted features.
     """
     preds = token_predicates(_PROBE[0], _PROBE[1], use_pos=use_pos)
@@ -224,7 +224,7 @@ class Encoded:
 @dataclass
 class ChainFeatures:
     """Part features of a corpus of chains (see the module docstring); a
-    :class:`training.problem.PartFeatureSet`.
+    :class:`egnlp.training.problem.PartFeatureSet`.
 
     ``trans_pairs`` (T, 2) int64 are the (a, b) of the transition parts;
     ``lab_ptr`` / ``lab_labels`` the seen labels of each predicate (feature
@@ -370,7 +370,7 @@ class ChainFeatures:
 
 
 class TaggingProblem:
-    """Linear-chain CRF tagging of a corpus compiled into ``features`` (a :class:`ChainFeatures`).
+    """Linear-chain CRF tagging of a corpus compiled into ``egnlp.features`` (a :class:`ChainFeatures`).
 
     ``gold_labels``: one int array of label ids per sentence.  Gold is the
     part-count vector of the gold sequence (transition parts count the
@@ -460,7 +460,7 @@ class ChainFeaturizer:
     (predicate, label) pairs and the transitions that have parts.
 
     Build one with :meth:`fit`; :meth:`encode` maps new sentences to
-    predicate ids (unknown predicates are skipped) and :meth:`features`
+    predicate ids (unknown predicates are skipped) and :meth:`egnlp.features`
     compiles them into a :class:`ChainFeatures`.
     """
 
@@ -574,7 +574,7 @@ class ChainFeaturizer:
         return [[self.labels[k] for k in path] for path in self.decode_ids(self.features(self.encode(tokens_list, pos_list)), w)]
 
     def decode_ids(self, features: ChainFeatures, w: np.ndarray) -> list[np.ndarray]:
-        """Viterbi label ids of every example of ``features`` (empty sentences give empty arrays)."""
+        """Viterbi label ids of every example of ``egnlp.features`` (empty sentences give empty arrays)."""
         out = []
         for i in range(features.n_examples):
             if features.length(i) == 0:

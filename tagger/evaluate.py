@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Collection, Sequence
 
-from corpora import CorpusError, Sentence
+from egnlp.corpora import CorpusError, Sentence
 
 __all__ = ["chunks", "is_iob", "prf", "tag_scores"]
 

@@ -1,7 +1,7 @@
 """Ratnaparkhi-style maximum-entropy tagger: a local classifier decoded by beam search.
 
 Context predicates of token i (Ratnaparkhi 1996): the observation predicates
-of :func:`tagger.predicates.token_predicates` plus two tag-history
+of :func:`egnlp.tagger.predicates.token_predicates` plus two tag-history
 predicates, ``y[-1]=A`` (previous tag) and ``y[-2]|y[-1]=B|A`` (previous two
 tags), ``<s>`` before the sentence.  They are named ``y[...]`` rather than
 ``t[...]`` because ``t[...]`` already names the POS-input predicates used in
@@ -12,7 +12,7 @@ OpenNLP, as in Huang et al. 2010, Sec. 5.1): unseen pairs would only learn
 negative weights, and keeping them would multiply the feature count by the
 number of labels.  Predicates seen fewer than ``cutoff`` times are dropped.
 
-Training goes through :mod:`training.maxent` (CD of Huang et al. 2010,
+Training goes through :mod:`egnlp.training.maxent` (CD of Huang et al. 2010,
 Algorithm 3, and the GIS / SCGIS / L-BFGS baselines) on the column-format
 arrays built here (Sec. 4.1).  Decoding is a left-to-right beam search
 (Ratnaparkhi 1996), a Numba kernel.
@@ -25,9 +25,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from numba import njit
 
-from tagger.predicates import BOS, token_predicates
-from tagger.strings import pack_strings, unpack_strings
-from training.maxent import (MaxentConfig, MaxentData, MaxentRecord, event_scores, get_maxent_trainer)
+from egnlp.tagger.predicates import BOS, token_predicates
+from egnlp.tagger.strings import pack_strings, unpack_strings
+from egnlp.training.maxent import (MaxentConfig, MaxentData, MaxentRecord, event_scores, get_maxent_trainer)
 
 MODEL_FORMAT = 2  # 2: predicates as UTF-8 bytes + offsets (1: a fixed-width str array)
 H1 = "y[-1]="
@@ -321,7 +321,7 @@ def train_maxent(tokens_list: Sequence[Sequence[str]], labels_list: Sequence[Seq
     ``use_pos`` (default: ``pos_list is not None``) adds the POS-input
     predicates (chunking).  ``dev`` = (tokens, labels, pos or None) reports
     token accuracy of beam decoding after each pass.  ``tol`` / ``gtol`` /
-    ``max_seconds`` / ``seed``: see :class:`training.maxent.MaxentConfig`.
+    ``max_seconds`` / ``seed``: see :class:`egnlp.training.maxent.MaxentConfig`.
     """
     use_pos = pos_list is not None if use_pos is None else bool(use_pos)
     fit = get_maxent_trainer(trainer).fit

@@ -1,7 +1,7 @@
 """The Tagger model: an inner sequence model (CRF or maxent) + the column it fills; tag, save, load.
 
 An inner model implements :class:`SequenceModel`; the CRF's is
-:class:`tagger.crf.CRFModel`, the maxent tagger's ``tagger.maxent.MaxentModel``
+:class:`egnlp.tagger.crf.CRFModel`, the maxent tagger's ``egnlp.tagger.maxent.MaxentModel``
 (looked up only when a maxent model is loaded).
 
 A model file is one ``.npz`` read with ``allow_pickle=False`` (loading never
@@ -9,7 +9,7 @@ runs code) holding the inner model's arrays and ``meta``: UTF-8 JSON with the
 format version, the kind ``egnlp-tagger``, the inner kind (``crf`` or
 ``maxent``), the label column (``pos`` or ``chunk``), the inner model's own
 metadata and the training information.  It is written to a temporary file
-and renamed (:func:`parser.model.write_npz_atomic`).
+and renamed (:func:`egnlp.parser.model.write_npz_atomic`).
 
 The training vocabulary (the sorted word forms of the training sentences, for
 accuracy on unknown words) is stored, when the Tagger has one, as the arrays
@@ -26,10 +26,10 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
-from corpora import Sentence
-from parser.model import ModelError, read_npz, write_npz_atomic
-from tagger.strings import pack_strings, unpack_strings
-from tagger.text import sentences_and_tokens
+from egnlp.corpora import Sentence
+from egnlp.parser.model import ModelError, read_npz, write_npz_atomic
+from egnlp.tagger.strings import pack_strings, unpack_strings
+from egnlp.tagger.text import sentences_and_tokens
 
 FORMAT_VERSION = 1
 MODEL_KIND = "egnlp-tagger"
@@ -57,7 +57,7 @@ class SequenceModel(Protocol):
 def _inner_class(kind: str) -> type:
     """The inner model class of ``kind``; the maxent module is imported only when needed."""
     if kind == "crf":
-        from tagger.crf import CRFModel
+        from egnlp.tagger.crf import CRFModel
         return CRFModel
     if kind == "maxent":
         try:
@@ -148,7 +148,7 @@ class Tagger:
         return self.predict([tokens], [pos] if pos is not None else None, pos_tagger=pos_tagger)[0]
 
     def tag_sentences(self, text: str, *, pos_tagger: "Tagger | None" = None) -> list[list[tuple[str, str]]]:
-        """Split raw ``text`` into sentences and tokens (:mod:`tagger.text`) and tag each sentence."""
+        """Split raw ``text`` into sentences and tokens (:mod:`egnlp.tagger.text`) and tag each sentence."""
         tokens_list = sentences_and_tokens(text)
         labels = self.predict(tokens_list, pos_tagger=pos_tagger)
         return [list(zip(toks, labs)) for toks, labs in zip(tokens_list, labels)]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from corpora import load_dataset, write_conll
-from parser.model import Parser
-from test_cli import assert_ok, error_line, run
+from egnlp.corpora import load_dataset, write_conll
+from egnlp.parser.model import Parser
+from cli_helpers import assert_ok, error_line, run
 
 
 @pytest.fixture(scope="module")

@@ -17,56 +17,22 @@ import io
 import json
 import random
 import re
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
-from corpora import Sentence, format_conll, list_datasets, load_dataset, read_conll, write_conll
-from corpora.sentence import COL9, COL10, DEPREL, HEAD, find_cycle, is_projective
-from egnlp.cli import app
-from parser.evaluate import attachment_scores
-from parser.model import Parser
+from egnlp.corpora import Sentence, format_conll, list_datasets, load_dataset, read_conll, write_conll
+from egnlp.corpora.sentence import COL9, COL10, DEPREL, HEAD, find_cycle, is_projective
+from egnlp.parser.evaluate import attachment_scores
+from egnlp.parser.model import Parser
+
+from cli_helpers import assert_ok, describe, error_line, run
 
 N_TRAIN, N_DEV, N_TEST = 150, 60, 40
 PASSES = 2
-RUNNER = CliRunner()
-
-
-def run(*args: object, input: str | None = None) -> Result:
-    """Invoke ``egnlp`` with the arguments (paths and numbers become strings) and optional stdin."""
-    return RUNNER.invoke(app, [str(arg) for arg in args], input=input)
-
-
-def describe(result: Result) -> str:
-    """Exit code, output and any exception of a run, for assertion messages."""
-    text = f"exit code {result.exit_code}\n--- stdout\n{result.stdout}--- stderr\n{result.stderr}"
-    if result.exc_info is not None and not isinstance(result.exception, SystemExit):
-        text += "--- exception\n" + "".join(traceback.format_exception(*result.exc_info))
-    return text
-
-
-def assert_ok(result: Result) -> None:
-    assert result.exit_code == 0, describe(result)
-
-
-def error_line(result: Result) -> str:
-    """The one ``error: ...`` line of a command that failed on bad user input.
-
-    Asserts exit status 1 from the CLI's own error path (not a crash), no
-    traceback, nothing on stdout and exactly one line on stderr.
-    """
-    assert result.exit_code == 1, describe(result)
-    assert isinstance(result.exception, SystemExit), describe(result)
-    assert "Traceback" not in result.output
-    assert result.stdout == ""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, describe(result)
-    assert lines[0].startswith("error: "), describe(result)
-    return lines[0]
 
 
 def with_columns(sentence: Sentence, **columns: Callable[[tuple[str, ...]], str]) -> Sentence:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from corpora import (
+from egnlp.corpora import (
     CorpusError,
     DataNotFoundError,
     Sentence,

@@ -15,11 +15,11 @@ import pytest
 from nltk.corpus import conll2000
 from scipy.optimize import minimize
 
-from features.csr import PartFeatures
-from tagger.crf import ChainFeaturizer, TaggingProblem
-from tagger.predicates import token_predicates
-from training.eg import EGConfig, fit_eg_ll
-from training.problem import log_linear_gradient, log_linear_primal
+from egnlp.features.csr import PartFeatures
+from egnlp.tagger.crf import ChainFeaturizer, TaggingProblem
+from egnlp.tagger.predicates import token_predicates
+from egnlp.training.eg import EGConfig, fit_eg_ll
+from egnlp.training.problem import log_linear_gradient, log_linear_primal
 
 
 def pos_data(k, split="train.txt"):
@@ -158,7 +158,7 @@ def test_gold_loss_and_argmax(chunking):
 
 def test_gold_and_loss_are_compact_and_trainers_start_in_float64(chunking):
     """uint16 / uint8 gold and loss save memory; -10 * loss must not wrap around in uint8."""
-    from training.eg import EGConfig, _EGRun
+    from egnlp.training.eg import EGConfig, _EGRun
 
     _, problem, _ = chunking
     assert problem.gold.dtype == np.uint16 and problem.loss.dtype == np.uint8

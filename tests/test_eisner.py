@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from scipy.special import logsumexp
 
-from parser.eisner import (
+from egnlp.parser.eisner import (
     eisner_argmax,
     eisner_argmax_augmented,
     inside,

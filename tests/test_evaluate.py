@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from corpora import CorpusError, Sentence, parse_conll
-from parser.evaluate import attachment_scores, is_punct
+from egnlp.corpora import CorpusError, Sentence, parse_conll
+from egnlp.parser.evaluate import attachment_scores, is_punct
 
 
 def sentence(forms: list[str], heads: list[int], deprels: list[str], source: str = "gold.conll") -> Sentence:

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from corpora import load_dataset
-from corpora.sentence import HEAD, Sentence
-from features.arcs import ArcFeaturizer, N_SLOTS, _N_BETWEEN, _N_FIXED
-from features.csr import PartFeatures, add_sparse, collect_delta
-from features.hashing import KeyTable, hash_string
+from egnlp.corpora import load_dataset
+from egnlp.corpora.sentence import HEAD, Sentence
+from egnlp.features.arcs import ArcFeaturizer, N_SLOTS, _N_BETWEEN, _N_FIXED
+from egnlp.features.csr import PartFeatures, add_sparse, collect_delta
+from egnlp.features.hashing import KeyTable, hash_string
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,7 @@ def test_key_table_finds_every_key_and_only_those():
     rng = np.random.default_rng(0)
     keys = np.unique(rng.integers(1, 2**63, size=5000, dtype=np.int64).astype(np.uint64))
     table = KeyTable(keys)
-    from features.hashing import table_lookup
+    from egnlp.features.hashing import table_lookup
     for i in (0, 17, 4999 % keys.size, keys.size - 1):
         assert table_lookup(table.table_keys, table.table_vals, keys[i]) == i
     absent = np.uint64(12345)

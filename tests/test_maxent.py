@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from nltk.corpus import conll2000
 
-from tagger.maxent import (BOS, MaxentModel, build_training_data, history_predicates, train_maxent)
-from tagger.predicates import token_predicates
-from training.maxent import (MAXENT_TRAINERS, MaxentConfig, MaxentData, fit_cd, fit_lbfgs,
+from egnlp.tagger.maxent import (BOS, MaxentModel, build_training_data, history_predicates, train_maxent)
+from egnlp.tagger.predicates import token_predicates
+from egnlp.training.maxent import (MAXENT_TRAINERS, MaxentConfig, MaxentData, fit_cd, fit_lbfgs,
                              get_maxent_trainer, objective, objective_and_gradient)
 
 
@@ -179,7 +179,7 @@ def test_sum_update_keeps_a_dominant_label_alive():
     e^z - 1 rounds to -1 there, so the update S + S (e^z - 1) made S exactly 0
     and that label's probability could never grow again.
     """
-    from training.maxent import _update_sums
+    from egnlp.training.maxent import _update_sums
 
     S = np.array([[1.0], [1e-30]])  # (labels, events)
     T = np.array([1.0])

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from corpora import CorpusError, Sentence
-from tagger.evaluate import chunks, is_iob, tag_scores
+from egnlp.corpora import CorpusError, Sentence
+from egnlp.tagger.evaluate import chunks, is_iob, tag_scores
 
 
 def sentence(forms, pos, chunk_tags=None, source="<string>", line=1) -> Sentence:

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 from nltk.corpus import conll2000
 
-from corpora import Sentence
+from egnlp.corpora import Sentence
 from egnlp.tagging import train_crf_tagger
-from tagger import ModelError, Tagger
-from tagger.crf import CRFModel
-from tagger.model import _inner_class
-from tagger.text import sentences_and_tokens, split_sentences, tokenize
+from egnlp.tagger import ModelError, Tagger
+from egnlp.tagger.crf import CRFModel
+from egnlp.tagger.model import _inner_class
+from egnlp.tagger.text import sentences_and_tokens, split_sentences, tokenize
 
 
 def columns(sents, k):
@@ -149,7 +149,7 @@ def test_bad_model_files(pos_tagger, tmp_path):
         Tagger.load(truncated)
 
     arrays, inner = tagger.model.to_arrays()
-    from parser.model import write_npz_atomic
+    from egnlp.parser.model import write_npz_atomic
 
     def write(name, arrays, **meta):
         full = {"kind": "egnlp-tagger", "format_version": 1, "model": "crf", "column": "pos", "inner": inner, "info": {}}
@@ -212,7 +212,7 @@ def test_marginals_need_a_crf():
 
 
 def test_packed_strings_round_trip_and_reject_broken_arrays():
-    from tagger.strings import pack_strings, unpack_strings
+    from egnlp.tagger.strings import pack_strings, unpack_strings
 
     words = ["", "año", "w[-1]|w[0]=the|man", "日本"]
     data, offsets = pack_strings(words)

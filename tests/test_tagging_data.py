@@ -14,7 +14,7 @@ from pathlib import Path
 import nltk
 import pytest
 
-from corpora import (
+from egnlp.corpora import (
     CorpusError,
     Sentence,
     dataset_root,
@@ -28,8 +28,8 @@ from corpora import (
     read_conll,
     write_conll,
 )
-from corpora.datasets import TASKS
-from corpora.tagging import parse_brown, parse_conll2000, parse_treebank_tags, strip_brown_tag
+from egnlp.corpora.datasets import TASKS
+from egnlp.corpora.tagging import parse_brown, parse_conll2000, parse_treebank_tags, strip_brown_tag
 
 SAMPLE_CONLLU = Path(__file__).parent / "data" / "sample.conllu"
 SPLITS = ("train", "dev", "test")

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from corpora import load_dataset
+from egnlp.corpora import load_dataset
 from egnlp.api import build_parsing_problem
-from parser.problem import ParsingProblem
-from training.eg import EGConfig, _EGRun
-from training.max_margin import simplex_qp
-from training.path import parse_c_path, regularization_path
-from training.problem import log_linear_gradient, log_linear_primal, loss_augmented_examples, max_margin_primal
-from training.registry import TRAINERS, get_trainer, make_config
+from egnlp.parser.problem import ParsingProblem
+from egnlp.training.eg import EGConfig, _EGRun
+from egnlp.training.max_margin import simplex_qp
+from egnlp.training.path import parse_c_path, regularization_path
+from egnlp.training.problem import log_linear_gradient, log_linear_primal, loss_augmented_examples, max_margin_primal
+from egnlp.training.registry import TRAINERS, get_trainer, make_config
 
 
 def _problem(count: int) -> ParsingProblem:
@@ -77,7 +77,7 @@ def test_sgd_without_averaging_and_automatic_eta0_moves_toward_the_optimum(ll_pr
 
 
 def test_lazy_iterate_averaging_equals_the_explicit_mean(ll_problem):
-    from training.primal import _SGDRun
+    from egnlp.training.primal import _SGDRun
 
     n = ll_problem.features.n_examples
     run = _SGDRun(ll_problem, np.zeros(ll_problem.features.n_features), 100.0, 1.0, average=True)

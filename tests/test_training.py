@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from corpora import load_dataset
-from parser.eisner import inside_outside
+from egnlp.corpora import load_dataset
+from egnlp.parser.eisner import inside_outside
 from egnlp.api import build_parsing_problem
-from training.eg import EGConfig, _EGRun, fit_eg_ll
-from training.problem import log_linear_gradient, log_linear_primal
+from egnlp.training.eg import EGConfig, _EGRun, fit_eg_ll
+from egnlp.training.problem import log_linear_gradient, log_linear_primal
 
 C = 10.0
 

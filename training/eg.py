@@ -33,9 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from features.csr import add_sparse
-from training.problem import StructuredProblem, loss_augmented_examples, scored_examples
-from training.records import Callback, DevScorer, Recorder, TrainResult
+from egnlp.features.csr import add_sparse
+from egnlp.training.problem import StructuredProblem, loss_augmented_examples, scored_examples
+from egnlp.training.records import Callback, DevScorer, Recorder, TrainResult
 
 
 # Default starts: theta = -k e, the gold structure favoured by k per wrong part.

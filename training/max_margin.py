@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from features.csr import add_sparse
-from training.problem import StructuredProblem, loss_augmented_examples
-from training.records import Callback, DevScorer, Recorder, TrainResult
+from egnlp.features.csr import add_sparse
+from egnlp.training.problem import StructuredProblem, loss_augmented_examples
+from egnlp.training.records import Callback, DevScorer, Recorder, TrainResult
 
 
 def _check(C: float, max_passes: int, tol: float, max_seconds: float | None) -> None:

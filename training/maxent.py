@@ -34,7 +34,7 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
-from training.records import TrainResult
+from egnlp.training.records import TrainResult
 
 # ---------------------------------------------------------------------------
 # data
@@ -491,7 +491,7 @@ class MaxentConfig:
 
 @dataclass(frozen=True)
 class MaxentRecord:
-    """The state after a pass, in the shape of :class:`training.records.PassRecord`.
+    """The state after a pass, in the shape of :class:`egnlp.training.records.PassRecord`.
 
     ``eff_iters`` = passes over the data (for ``lbfgs``: function and gradient
     evaluations); ``seconds`` = cumulative optimisation time without the

@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from training.records import Callback, DevScorer, TrainResult
-from training.registry import Trainer, make_config
+from egnlp.training.records import Callback, DevScorer, TrainResult
+from egnlp.training.registry import Trainer, make_config
 
 
 def parse_c_path(spec: str) -> list[float]:

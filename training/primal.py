@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from training.problem import StructuredProblem, log_linear_gradient, log_linear_primal
-from training.records import Callback, DevScorer, Recorder, TrainResult
+from egnlp.training.problem import StructuredProblem, log_linear_gradient, log_linear_primal
+from egnlp.training.records import Callback, DevScorer, Recorder, TrainResult
 
 
 def _check(C: float, max_passes: int, max_seconds: float | None) -> None:

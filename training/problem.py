@@ -27,7 +27,7 @@ import numpy as np
 class PartFeatureSet(Protocol):
     """What a trainer may ask of ``problem.features``.
 
-    :class:`features.csr.PartFeatures` (explicit CSR arrays, the parser) is
+    :class:`egnlp.features.csr.PartFeatures` (explicit CSR arrays, the parser) is
     one implementation; a problem may bring another (the tagger's parts are
     label-conjoined observation predicates, computed rather than stored).
     """

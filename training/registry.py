@@ -6,9 +6,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from training.eg import EGConfig, fit_eg_ll, fit_eg_ll_batch, fit_eg_mm, fit_eg_mm_batch
-from training.max_margin import BCFWConfig, CuttingPlaneConfig, fit_bcfw, fit_cutting_plane
-from training.primal import LBFGSConfig, SGDConfig, fit_lbfgs, fit_sgd
+from egnlp.training.eg import EGConfig, fit_eg_ll, fit_eg_ll_batch, fit_eg_mm, fit_eg_mm_batch
+from egnlp.training.max_margin import BCFWConfig, CuttingPlaneConfig, fit_bcfw, fit_cutting_plane
+from egnlp.training.primal import LBFGSConfig, SGDConfig, fit_lbfgs, fit_sgd
 
 
 @dataclass(frozen=True)
