@@ -18,14 +18,13 @@ file name and the 1-based line number.
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
 
 from conllu.exceptions import ParseException
 from conllu.parser import parse_id_value, parse_int_value
 
 from .errors import CorpusError
+from .files import decode, read_bytes, write_text_atomic
 from .sentence import BLANK, FORM, HEAD, ID, N_CHUNK_COLUMNS, N_COLUMNS, Sentence, find_cycle
 
 # A block is one sentence's lines as (1-based line number, text) pairs.
@@ -78,60 +77,6 @@ def write_conll(path: str | os.PathLike[str], sentences: Iterable[Sentence], *, 
         CorpusError: the text cannot be encoded or the file cannot be written.
     """
     write_text_atomic(path, format_conll(sentences), encoding=encoding)
-
-
-def write_text_atomic(path: str | os.PathLike[str], text: str, *, encoding: str = "utf-8") -> None:
-    """Write ``text`` to ``path`` atomically.
-
-    The text goes to a temporary file in the same folder, which then replaces
-    ``path``, so readers never see a half-written file.
-
-    Raises:
-        CorpusError: the text cannot be encoded or the file cannot be written.
-    """
-    target = Path(path)
-    try:
-        data = text.encode(encoding)
-    except UnicodeEncodeError as error:
-        raise CorpusError(
-            f"{target}: cannot encode {error.object[error.start]!r} as {encoding}"
-        ) from None
-    temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
-    except OSError as error:
-        raise CorpusError(f"{target}: cannot write ({error.strerror})") from None
-    finally:
-        temporary.unlink(missing_ok=True)  # left only when writing failed
-
-
-def read_bytes(source: str) -> bytes:
-    """Return a file's bytes, turning OS errors into one-line CorpusErrors."""
-    try:
-        return Path(source).read_bytes()
-    except FileNotFoundError:
-        raise CorpusError(f"{source}: no such file") from None
-    except OSError as error:
-        raise CorpusError(f"{source}: cannot read ({error.strerror})") from None
-
-
-def decode(data: bytes, source: str, encoding: str) -> str:
-    """Decode a file's bytes; a failure names the line and the ``--encoding`` option."""
-    try:
-        return data.decode(encoding)
-    except LookupError:
-        raise CorpusError(f"{source}: unknown encoding '{encoding}'") from None
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise CorpusError(
-            f"{source}:{line}: not valid {encoding} (byte 0x{data[error.start]:02x}); "
-            "pass --encoding latin-1 if the file uses another encoding"
-        ) from None
 
 
 def split_blocks(text: str) -> Iterator[Block]:

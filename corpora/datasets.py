@@ -59,8 +59,9 @@ from dataclasses import dataclass
 import nltk
 from nltk.corpus.reader import find_corpus_fileids
 
-from .conll import decode, parse_conll, read_conll
+from .conll import parse_conll, read_conll
 from .errors import CorpusError, DataNotFoundError
+from .files import decode
 from .malt import parse_malt_tab
 from .sentence import Sentence
 from .tagging import parse_brown, parse_conll2000, parse_treebank_tags

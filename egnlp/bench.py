@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Callable, Sequence
 
-from egnlp.corpora.conll import write_text_atomic
+from egnlp.corpora.files import write_text_atomic
 from egnlp.training.path import PathPoint, regularization_path
 from egnlp.training.records import PassRecord
 from egnlp.training.registry import get_trainer, make_config

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from egnlp.corpora import CorpusError
-from egnlp.parser.model import ModelError
+from egnlp.corpora.files import ModelError
 from egnlp.training.records import PassRecord
 
 # Errors in the user's input (files, data set names, model files, settings): one line, exit status 1.

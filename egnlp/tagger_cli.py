@@ -24,7 +24,7 @@ import typer
 
 from egnlp.corpora import (CorpusError, Sentence, format_conll, is_dataset, load_sentences, parse_conll, read_conll,
                      write_conll)
-from egnlp.corpora.conll import decode, read_bytes, write_text_atomic
+from egnlp.corpora.files import decode, read_bytes, write_text_atomic
 from egnlp.corpora.datasets import dataset_task
 from egnlp.corpora.sentence import BLANK
 from egnlp.console import USER_ERRORS, fail, progress_printer

@@ -15,69 +15,18 @@ never leaves a half-written model.
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
-import zipfile
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from egnlp.corpora import Sentence
+from egnlp.corpora.files import ModelError, read_npz, write_npz_atomic
 from egnlp.features.arcs import TEMPLATES_VERSION, ArcFeaturizer
 from egnlp.parser.eisner import eisner_argmax
 
 FORMAT_VERSION = 1
 MODEL_KIND = "egnlp-parser"
-
-
-class ModelError(Exception):
-    """A model file that cannot be used; ``str()`` is one readable line."""
-
-
-def write_npz_atomic(path: str | os.PathLike[str], arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
-    """Save ``arrays`` plus ``meta`` (as JSON bytes) to ``path`` via a temporary file and a rename."""
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    folder.mkdir(parents=True, exist_ok=True)
-    payload = dict(arrays)
-    payload["meta"] = np.frombuffer(json.dumps(meta, sort_keys=True).encode("utf-8"), dtype=np.uint8)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **payload)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def read_npz(path: str | os.PathLike[str], kind: str, version: int) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Load the arrays and metadata of a model file, checking its kind and format version."""
-    path = str(path)
-    if not os.path.isfile(path):
-        raise ModelError(f"{path}: no such model file")
-    try:
-        data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
-        raise ModelError(f"{path}: not an egnlp model file (not a readable .npz archive)") from None
-    if not isinstance(data, np.lib.npyio.NpzFile):
-        raise ModelError(f"{path}: not an egnlp model file (a single array, not an .npz archive)")
-    try:
-        with data:
-            arrays = {name: data[name] for name in data.files}
-        meta = json.loads(arrays.pop("meta").tobytes().decode("utf-8"))
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, UnicodeDecodeError, EOFError) as exc:
-        raise ModelError(f"{path}: corrupt or incomplete model file ({type(exc).__name__})") from None
-    if not isinstance(meta, dict) or meta.get("kind") != kind:
-        found = meta.get("kind") if isinstance(meta, dict) else None
-        raise ModelError(f"{path}: expected a model of kind '{kind}', found {found!r}")
-    if meta.get("format_version") != version:
-        raise ModelError(f"{path}: model format version {meta.get('format_version')!r} is not supported "
-                         f"by this egnlp (it reads version {version}); retrain the model")
-    return arrays, meta
 
 
 class Parser:

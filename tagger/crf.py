@@ -65,7 +65,7 @@ from numba import njit
 
 from egnlp.tagger.chain import forward_backward, log_partition, viterbi
 from egnlp.tagger.predicates import token_predicates
-from egnlp.tagger.strings import pack_strings, unpack_strings
+from egnlp.corpora.files import pack_strings, unpack_strings
 
 KIND = "crf"
 _PROBE = (["The", "U.S.", "Mr.", "McDonald's", "1,984", "well-known", "dogs", "ran", "."],

@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit
 
 from egnlp.tagger.predicates import BOS, token_predicates
-from egnlp.tagger.strings import pack_strings, unpack_strings
+from egnlp.corpora.files import pack_strings, unpack_strings
 from egnlp.training.maxent import (MaxentConfig, MaxentData, MaxentRecord, event_scores, get_maxent_trainer)
 
 MODEL_FORMAT = 2  # 2: predicates as UTF-8 bytes + offsets (1: a fixed-width str array)

@@ -1,15 +1,14 @@
 """The Tagger model: an inner sequence model (CRF or maxent) + the column it fills; tag, save, load.
 
 An inner model implements :class:`SequenceModel`; the CRF's is
-:class:`egnlp.tagger.crf.CRFModel`, the maxent tagger's ``egnlp.tagger.maxent.MaxentModel``
-(looked up only when a maxent model is loaded).
+:class:`egnlp.tagger.crf.CRFModel`, the maxent tagger's :class:`egnlp.tagger.maxent.MaxentModel`.
 
 A model file is one ``.npz`` read with ``allow_pickle=False`` (loading never
 runs code) holding the inner model's arrays and ``meta``: UTF-8 JSON with the
 format version, the kind ``egnlp-tagger``, the inner kind (``crf`` or
 ``maxent``), the label column (``pos`` or ``chunk``), the inner model's own
 metadata and the training information.  It is written to a temporary file
-and renamed (:func:`egnlp.parser.model.write_npz_atomic`).
+and renamed (:func:`egnlp.corpora.files.write_npz_atomic`).
 
 The training vocabulary (the sorted word forms of the training sentences, for
 accuracy on unknown words) is stored, when the Tagger has one, as the arrays
@@ -20,21 +19,22 @@ accuracy on unknown words) is stored, when the Tagger has one, as the arrays
 
 from __future__ import annotations
 
-import importlib
 import os
 from typing import Any, Protocol, Sequence
 
 import numpy as np
 
 from egnlp.corpora import Sentence
-from egnlp.parser.model import ModelError, read_npz, write_npz_atomic
-from egnlp.tagger.strings import pack_strings, unpack_strings
+from egnlp.corpora.files import ModelError, pack_strings, read_npz, unpack_strings, write_npz_atomic
+from egnlp.tagger.crf import CRFModel
+from egnlp.tagger.maxent import MaxentModel
 from egnlp.tagger.text import sentences_and_tokens
 
 FORMAT_VERSION = 1
 MODEL_KIND = "egnlp-tagger"
 COLUMNS = ("pos", "chunk")
 VOCAB_ARRAYS = ("vocab_bytes", "vocab_offsets")
+INNER_MODELS: dict[str, type] = {CRFModel.kind: CRFModel, MaxentModel.kind: MaxentModel}
 
 __all__ = ["COLUMNS", "FORMAT_VERSION", "MODEL_KIND", "ModelError", "SequenceModel", "Tagger"]
 
@@ -55,16 +55,11 @@ class SequenceModel(Protocol):
 
 
 def _inner_class(kind: str) -> type:
-    """The inner model class of ``kind``; the maxent module is imported only when needed."""
-    if kind == "crf":
-        from egnlp.tagger.crf import CRFModel
-        return CRFModel
-    if kind == "maxent":
-        try:
-            return importlib.import_module("tagger.maxent").MaxentModel
-        except (ImportError, AttributeError):
-            raise ModelError("this egnlp has no maxent tagger (tagger.maxent.MaxentModel)") from None
-    raise ModelError(f"unknown tagger model kind {kind!r} (known: crf, maxent)")
+    """The inner model class of ``kind``."""
+    try:
+        return INNER_MODELS[kind]
+    except KeyError:
+        raise ModelError(f"unknown tagger model kind {kind!r} (known: {', '.join(INNER_MODELS)})") from None
 
 
 def _vocab_to_arrays(forms: Sequence[str]) -> dict[str, np.ndarray]:
