@@ -9,7 +9,7 @@ Run from the project root (NLTK_DATA must point at the corpora)::
 For each data set (``conll2000-pos``, ``conll2000-chunk``, ``brown``, or any
 tagging set) the training events are built once
 (``egnlp.tagger.maxent.build_training_data``: one event per token, the observation
-predicates of ``egnlp.tagger.predicates`` plus the gold tag history, features =
+predicates of ``egnlp.features.predicates`` plus the gold tag history, features =
 (predicate, label) pairs seen in training; for chunking the labels are the
 chunk column and the POS tags are inputs).  Then every trainer of
 ``egnlp.training.maxent.MAXENT_TRAINERS`` (``--trainers``, default cd, scgis, gis,

@@ -10,7 +10,7 @@ CRFsuite is not a dependency of egnlp: install it into the environment for
 this benchmark only (``pip install python-crfsuite``).
 
 Both models see the same input: every token's item attributes for CRFsuite
-are exactly the predicate strings of ``egnlp.tagger.predicates.token_predicates``
+are exactly the predicate strings of ``egnlp.features.predicates.token_predicates``
 (value 1), which our CRF conjoins with the label.  Both keep only the
 (predicate, label) pairs seen in training (CRFsuite:
 ``feature.possible_states`` and ``feature.possible_transitions`` off) and
@@ -305,7 +305,7 @@ def run_crfsuite(args) -> dict:
     import pycrfsuite
 
     from egnlp.tagging import DEFAULT_C
-    from egnlp.tagger.predicates import token_predicates
+    from egnlp.features.predicates import token_predicates
 
     task, train, dev, test = load(args.data, args.limit, args.test_limit)
     del dev

@@ -45,7 +45,7 @@ Features
 --------
 Node features are the (observation predicate, label) pairs seen in the
 training data (CRFsuite's default); predicates come from
-:mod:`egnlp.tagger.predicates`.  They are not stored per part: each token keeps its
+:mod:`egnlp.features.predicates`.  They are not stored per part: each token keeps its
 predicate ids (CSR ``pred_ptr`` / ``pred_ids``) and each predicate its seen
 labels (CSR ``lab_ptr`` / ``lab_labels``), and the feature id of the pair at
 entry m of ``lab_labels`` is m itself.  Then come T transition features,
@@ -64,7 +64,7 @@ import numpy as np
 from numba import njit
 
 from egnlp.tagger.chain import forward_backward, log_partition, viterbi
-from egnlp.tagger.predicates import token_predicates
+from egnlp.features.predicates import token_predicates
 from egnlp.corpora.files import pack_strings, unpack_strings
 
 KIND = "crf"
@@ -75,7 +75,7 @@ _PROBE = (["The", "U.S.", "Mr.", "McDonald's", "1,984", "well-known", "dogs", "r
 def predicates_fingerprint(use_pos: bool) -> str:
     """A short hash of the predicates of a fixed probe sentence.
 
-    Saved with a model: if :mod:`egnlp.tagger.predicates` changes the predicates it
+    Saved with a model: if :mod:`egnlp.features.predicates` changes the predicates it
     emits, old models fail to load instead of decoding with shifted features.
     """
     preds = token_predicates(_PROBE[0], _PROBE[1], use_pos=use_pos)
@@ -640,7 +640,7 @@ class CRFModel:
         use_pos = bool(meta["use_pos"])
         if meta["predicates"] != predicates_fingerprint(use_pos):
             raise ValueError("the model was trained with other observation predicates "
-                             "(tagger/predicates.py changed); retrain it")
+                             "(features/predicates.py changed); retrain it")
         featurizer = ChainFeaturizer(meta["labels"], unpack_strings(arrays["pred_bytes"], arrays["pred_offsets"]),
                                      arrays["lab_ptr"], arrays["lab_labels"], arrays["trans_pairs"],
                                      use_pos=use_pos, all_transitions=bool(meta["all_transitions"]))

@@ -1,7 +1,7 @@
 """Ratnaparkhi-style maximum-entropy tagger: a local classifier decoded by beam search.
 
 Context predicates of token i (Ratnaparkhi 1996): the observation predicates
-of :func:`egnlp.tagger.predicates.token_predicates` plus two tag-history
+of :func:`egnlp.features.predicates.token_predicates` plus two tag-history
 predicates, ``y[-1]=A`` (previous tag) and ``y[-2]|y[-1]=B|A`` (previous two
 tags), ``<s>`` before the sentence.  They are named ``y[...]`` rather than
 ``t[...]`` because ``t[...]`` already names the POS-input predicates used in
@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from numba import njit
 
-from egnlp.tagger.predicates import BOS, token_predicates
+from egnlp.features.predicates import BOS, token_predicates
 from egnlp.corpora.files import pack_strings, unpack_strings
 from egnlp.training.maxent import (MaxentConfig, MaxentData, MaxentRecord, event_scores, get_maxent_trainer)
 

@@ -17,7 +17,7 @@ from scipy.optimize import minimize
 
 from egnlp.features.csr import PartFeatures
 from egnlp.tagger.crf import ChainFeaturizer, TaggingProblem
-from egnlp.tagger.predicates import token_predicates
+from egnlp.features.predicates import token_predicates
 from egnlp.training.eg import EGConfig, fit_eg_ll
 from egnlp.training.problem import log_linear_gradient, log_linear_primal
 

@@ -15,7 +15,7 @@ import pytest
 from nltk.corpus import conll2000
 
 from egnlp.tagger.maxent import (BOS, MaxentModel, build_training_data, history_predicates, train_maxent)
-from egnlp.tagger.predicates import token_predicates
+from egnlp.features.predicates import token_predicates
 from egnlp.training.maxent import (MAXENT_TRAINERS, MaxentConfig, MaxentData, fit_cd, fit_lbfgs,
                              get_maxent_trainer, objective, objective_and_gradient)
 

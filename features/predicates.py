@@ -1,4 +1,4 @@
-"""Observation predicates of a token in its sentence, shared by the CRF and maxent taggers.
+"""Observation predicates of a token in its sentence: the features of the CRF and maxent taggers.
 
 The predicates follow Ratnaparkhi (1996) and the standard CRF tagging
 features (as in CRFsuite's examples): the word and its lower-cased form,
