@@ -70,7 +70,7 @@ def run_mode(data: str, mode: str, settings: dict, gap: float) -> dict:
     """Train, parse and extract features for one mode in this process; return the measurements."""
     from egnlp.corpora import dataset_root, load_dataset
     from egnlp.api import train_parser
-    from egnlp.features.arcs import ArcFeaturizer
+    from egnlp.features.arc_featurizer import ArcFeaturizer
     from egnlp.parser.evaluate import attachment_scores
 
     fmode, bits = feature_mode(mode)

@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from egnlp.corpora import Sentence, guess_root
-from egnlp.features.arcs import ArcFeaturizer
+from egnlp.features.arc_featurizer import ArcFeaturizer
 from egnlp.parser.eisner import eisner_argmax
 from egnlp.parser.model import Parser
 from egnlp.parser.problem import ParsingProblem

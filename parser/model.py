@@ -22,7 +22,8 @@ import numpy as np
 
 from egnlp.corpora import Sentence
 from egnlp.corpora.files import ModelError, read_npz, write_npz_atomic
-from egnlp.features.arcs import TEMPLATES_VERSION, ArcFeaturizer
+from egnlp.features.arc_featurizer import ArcFeaturizer
+from egnlp.features.arc_templates import TEMPLATES_VERSION
 from egnlp.parser.eisner import eisner_argmax
 
 FORMAT_VERSION = 1

@@ -5,7 +5,8 @@ import pytest
 
 from egnlp.corpora import load_dataset
 from egnlp.corpora.sentence import HEAD, Sentence
-from egnlp.features.arcs import ArcFeaturizer, N_SLOTS, _N_BETWEEN, _N_FIXED
+from egnlp.features.arc_featurizer import ArcFeaturizer
+from egnlp.features.arc_templates import N_SLOTS, _N_BETWEEN, _N_FIXED
 from egnlp.features.csr import PartFeatures, add_sparse, collect_delta
 from egnlp.features.hashing import KeyTable, hash_string
 

@@ -1,0 +1,304 @@
+"""First-order arc feature templates for dependency parsing.
+
+The templates follow McDonald, Crammer and Pereira (2005), "Online
+large-margin training of dependency parsers", Table 1, as used for the
+CoNLL-X Spanish experiment of Collins et al. (2008, Sec. 7.2).  For an arc
+from head h to modifier m (position 0 is the root):
+
+- unigram and bigram templates over (word, POS) of h and m: hw.hp, hw, hp,
+  mw.mp, mw, mp, hw.hp.mw.mp, hp.mw.mp, hw.mw.mp, hw.hp.mp, hw.hp.mw, hw.mw,
+  hp.mp; the same 13 again over (5-character prefix of the lower-cased word,
+  coarse POS), so long words back off to their prefix;
+- in-between: hp.bp.mp for the POS bp of every word strictly between h and m;
+- surrounding POS 4-grams (h-1, h, m-1, m), (h, h+1, m-1, m),
+  (h-1, h, m, m+1), (h, h+1, m, m+1), over fine and over coarse POS;
+- a bias.
+
+Every template fires twice: alone (slot 0) and conjoined with the attachment
+direction and the binned distance |h - m| in {1, 2, 3, 4, 5, 6-10, 11+}
+(slots 1..15, :func:`dirdist_slot`).
+
+A template instance is a non-zero uint64 key: the hash of the template
+number and the atoms it reads (:func:`_key`).  This module only makes keys;
+:mod:`egnlp.features.arc_featurizer` turns them into feature ids and arc
+scores.
+
+Encoded corpora: ``tok_ptr`` (n_sentences + 1,) int64 and ``atoms``
+(n_rows, N_ATOMS) int64, one row per token plus a leading root row per
+sentence, columns ``WORD, PREFIX, POS, CPOS, LEMMA, FEATS`` (hashes of the
+strings).  Sentence ``s`` has rows ``tok_ptr[s]:tok_ptr[s + 1]``, its root
+first; the kernels take a sentence as ``atoms``, the row ``base`` of its
+root and its number of words ``n``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from egnlp.features.hashing import StringHasher, combine, hash_string
+
+WORD, PREFIX, POS, CPOS, LEMMA, FEATS = 0, 1, 2, 3, 4, 5
+N_ATOMS = 6
+PREFIX_LEN = 5
+ROOT_TOKEN = "<root>"
+#: Version of the template set: part of every model file, checked on load.
+TEMPLATES_VERSION = "mcdonald2005-first-order-v2"
+
+_N_FIXED = 39 + 4 + 8 + 1  # pair templates, FEATS, surrounding POS 4-grams, bias
+_N_BETWEEN = 2  # in-between trigrams per word between head and modifier
+N_SLOTS = 16  # slot 0: a template alone; 1..15: with direction and distance
+USE_LEMMA = 1
+USE_FEATS = 2
+_PAD_LEFT = np.int64(hash_string("<pad-left>"))
+_PAD_RIGHT = np.int64(hash_string("<pad-right>"))
+
+
+@dataclass
+class EncodedCorpus:
+    """Sentences as integer atoms (see the module docstring)."""
+
+    tok_ptr: np.ndarray
+    atoms: np.ndarray
+
+    def __len__(self) -> int:
+        return self.tok_ptr.shape[0] - 1
+
+    def length(self, s: int) -> int:
+        """Number of words of sentence ``s`` (without the root)."""
+        return int(self.tok_ptr[s + 1] - self.tok_ptr[s] - 1)
+
+    def heads_rows(self, heads_list) -> np.ndarray:
+        """Gold heads laid out like ``atoms`` rows (-1 on root rows)."""
+        out = np.full(self.atoms.shape[0], -1, dtype=np.int64)
+        for s, heads in enumerate(heads_list):
+            base = int(self.tok_ptr[s])
+            out[base + 1 : base + 1 + len(heads)] = heads
+        return out
+
+
+def encode(sentences, hasher: StringHasher | None = None, coarse_from_pos: bool = False) -> EncodedCorpus:
+    """Turn sentences (``forms``, ``lemmas``, ``cpos``, ``pos``, ``feats``) into atoms.
+
+    With ``coarse_from_pos`` the coarse tag is the first character of the
+    POS tag (for treebanks without a coarse tag column, e.g. the WSJ).
+    """
+    hasher = hasher or StringHasher()
+    lengths = np.array([len(s) + 1 for s in sentences], dtype=np.int64)
+    tok_ptr = np.zeros(len(sentences) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=tok_ptr[1:])
+    atoms = np.empty((int(tok_ptr[-1]), N_ATOMS), dtype=np.int64)
+    root = hasher(ROOT_TOKEN)
+    for s, sent in enumerate(sentences):
+        base = int(tok_ptr[s])
+        atoms[base] = root
+        rows = slice(base + 1, int(tok_ptr[s + 1]))
+        atoms[rows, WORD] = hasher.array(sent.forms)
+        atoms[rows, PREFIX] = hasher.array([f.lower()[:PREFIX_LEN] for f in sent.forms])
+        atoms[rows, POS] = hasher.array(sent.pos)
+        atoms[rows, CPOS] = hasher.array([p[:1] for p in sent.pos] if coarse_from_pos else sent.cpos)
+        atoms[rows, LEMMA] = hasher.array([lemma.lower() if lemma != "_" else form.lower()[:PREFIX_LEN]
+                                           for form, lemma in zip(sent.forms, sent.lemmas)])
+        atoms[rows, FEATS] = hasher.array(sent.feats)
+    return EncodedCorpus(tok_ptr, atoms)
+
+
+@njit(cache=True)
+def _key(template, a, b, c, d):
+    """Key of a template over up to four atoms (unused atoms are 0)."""
+    k = combine(np.uint64(template + 1), a)
+    k = combine(k, b)
+    k = combine(k, c)
+    return combine(k, d)
+
+
+@njit(cache=True)
+def _nonzero(key):
+    # 0 is reserved for empty hash-table slots.
+    return key if key != 0 else np.uint64(1)
+
+
+@njit(cache=True)
+def _emit(out, count, key):
+    # One template instance.
+    out[count] = _nonzero(key)
+    return count + 1
+
+
+@njit(cache=True)
+def dirdist_slot(h, m):
+    """Slot 1..15 of the direction (bit 8: head left of modifier) and distance bin."""
+    dist = abs(h - m)
+    dbin = dist if dist <= 5 else (6 if dist <= 10 else 7)
+    return dbin + (8 if h < m else 0)
+
+
+@njit(cache=True)
+def _atom(atoms, base, n, pos, col):
+    if pos < 0:
+        return _PAD_LEFT
+    if pos > n:
+        return _PAD_RIGHT
+    return atoms[base + pos, col]
+
+
+# Template numbers (part of every feature key, so fixed by TEMPLATES_VERSION): 13 per
+# (word, POS) pair set starting at 0, 13 and 26; then FEATS, surrounding POS, bias, in-between.
+_T_FEATS = 39
+_T_SURROUND = 43
+_T_BIAS = 51
+_T_BETWEEN = 52
+_PAIR_SETS = ((WORD, POS), (PREFIX, CPOS), (LEMMA, POS))
+
+
+@njit(cache=True)
+def _n_sets(flags):
+    return 3 if flags & USE_LEMMA else 2
+
+
+@njit(cache=True)
+def _token_keys(atoms, base, x, flags, role, out, c):
+    """Templates of token x alone, written to ``out`` from ``c``: as the head (``role`` 0: hw.hp, hw,
+    hp per pair set, then hp.hf) or as the modifier (``role`` 1: mw.mp, mw, mp, then mp.mf)."""
+    for j in range(_n_sets(flags)):
+        wcol, pcol = _PAIR_SETS[j]
+        t = 13 * j + 3 * role
+        word = atoms[base + x, wcol]
+        tag = atoms[base + x, pcol]
+        c = _emit(out, c, _key(t + 0, word, tag, 0, 0))
+        c = _emit(out, c, _key(t + 1, word, 0, 0, 0))
+        c = _emit(out, c, _key(t + 2, tag, 0, 0, 0))
+    if flags & USE_FEATS:
+        c = _emit(out, c, _key(_T_FEATS + role, atoms[base + x, CPOS], atoms[base + x, FEATS], 0, 0))
+    return c
+
+
+@njit(cache=True)
+def _pair_keys(atoms, base, n, h, m, flags, out, c, known=-1):
+    """Templates over head and modifier together: the bigrams, FEATS pairs and surrounding POS 4-grams.
+
+    ``known`` (scoring only) leaves out bigrams that cannot be in an alphabet
+    built from gold arcs: per pair set j, bit 4j is set when the head's hw.hp
+    key is in the alphabet, 4j+1 its hw, 4j+2 the modifier's mw.mp, 4j+3 its
+    mw.  A gold arc that put hw.hp.mw.mp in the alphabet also put hw.hp and
+    mw.mp there, and so on for each bigram below; -1 emits every key.
+    """
+    for j in range(_n_sets(flags)):
+        wcol, pcol = _PAIR_SETS[j]
+        t = 13 * j
+        hw = atoms[base + h, wcol]
+        hp = atoms[base + h, pcol]
+        mw = atoms[base + m, wcol]
+        mp = atoms[base + m, pcol]
+        bits = known >> (4 * j)
+        head_pair, head_word, mod_pair, mod_word = bits & 1, bits & 2, bits & 4, bits & 8
+        if head_pair and mod_pair:
+            c = _emit(out, c, _key(t + 6, hw, hp, mw, mp))
+        if mod_pair:
+            c = _emit(out, c, _key(t + 7, hp, mw, mp, 0))
+        if head_word and mod_pair:
+            c = _emit(out, c, _key(t + 8, hw, mw, mp, 0))
+        if head_pair:
+            c = _emit(out, c, _key(t + 9, hw, hp, mp, 0))
+        if head_pair and mod_word:
+            c = _emit(out, c, _key(t + 10, hw, hp, mw, 0))
+        if head_word and mod_word:
+            c = _emit(out, c, _key(t + 11, hw, mw, 0, 0))
+        c = _emit(out, c, _key(t + 12, hp, mp, 0, 0))
+    if flags & USE_FEATS:
+        hp = atoms[base + h, CPOS]
+        mp = atoms[base + m, CPOS]
+        hf = atoms[base + h, FEATS]
+        mf = atoms[base + m, FEATS]
+        c = _emit(out, c, _key(_T_FEATS + 2, hp, hf, mp, mf))
+        c = _emit(out, c, _key(_T_FEATS + 3, hf, mf, 0, 0))
+    t = _T_SURROUND
+    for pcol in (POS, CPOS):
+        hp = atoms[base + h, pcol]
+        mp = atoms[base + m, pcol]
+        hl = _atom(atoms, base, n, h - 1, pcol)
+        hr = _atom(atoms, base, n, h + 1, pcol)
+        ml = _atom(atoms, base, n, m - 1, pcol)
+        mr = _atom(atoms, base, n, m + 1, pcol)
+        c = _emit(out, c, _key(t + 0, hl, hp, ml, mp))
+        c = _emit(out, c, _key(t + 1, hp, hr, ml, mp))
+        c = _emit(out, c, _key(t + 2, hl, hp, mp, mr))
+        c = _emit(out, c, _key(t + 3, hp, hr, mp, mr))
+        t += 4
+    return c
+
+
+@njit(cache=True)
+def _bias_key(out, c):
+    return _emit(out, c, _key(_T_BIAS, 0, 0, 0, 0))
+
+
+_BETWEEN_COLS = (POS, CPOS)
+
+
+@njit(cache=True)
+def _between_key(j, hp, bp, mp):
+    """The in-between trigram hp.bp.mp over column ``_BETWEEN_COLS[j]`` (0: fine POS, 1: coarse)."""
+    return _nonzero(_key(_T_BETWEEN + j, hp, bp, mp, 0))
+
+
+@njit(cache=True)
+def _between_keys(atoms, base, h, m, out, c):
+    """In-between POS trigrams hp.bp.mp, fine then coarse, one per word strictly between h and m."""
+    for j in range(2):
+        pcol = _BETWEEN_COLS[j]
+        hp = atoms[base + h, pcol]
+        mp = atoms[base + m, pcol]
+        for b in range(min(h, m) + 1, max(h, m)):
+            out[c] = _between_key(j, hp, atoms[base + b, pcol], mp)
+            c += 1
+    return c
+
+
+@njit(cache=True)
+def arc_keys(atoms, base, n, h, m, flags, out):
+    """Write the template keys of arc h -> m into ``out``; return their number.
+
+    ``flags``: ``USE_LEMMA`` adds the (lemma, POS) pair set, ``USE_FEATS``
+    the FEATS templates (templates over empty columns would only repeat others).
+
+    ``out`` needs room for ``_N_FIXED + _N_BETWEEN * n`` keys.  Each key is a feature alone
+    (slot 0) and conjoined with :func:`dirdist_slot` (slots 1..15).
+    """
+    c = _token_keys(atoms, base, h, flags, 0, out, 0)
+    c = _token_keys(atoms, base, m, flags, 1, out, c)
+    c = _pair_keys(atoms, base, n, h, m, flags, out, c)
+    c = _bias_key(out, c)
+    return _between_keys(atoms, base, h, m, out, c)
+
+
+@njit(cache=True)
+def _max_length(tok_ptr):
+    """The number of words of the longest sentence."""
+    return np.max(tok_ptr[1:] - tok_ptr[:-1]) - 1
+
+
+@njit(cache=True)
+def _gold_keys(tok_ptr, atoms, flags, head_rows):
+    """Template keys of every gold arc and the direction/distance slot of each."""
+    max_n = _max_length(tok_ptr)
+    total = 0
+    for s in range(tok_ptr.shape[0] - 1):
+        n = tok_ptr[s + 1] - tok_ptr[s] - 1
+        total += (_N_FIXED + _N_BETWEEN * n) * n
+    out = np.empty(total, dtype=np.uint64)
+    slots = np.empty(total, dtype=np.int64)
+    buf = np.empty(_N_FIXED + _N_BETWEEN * max_n, dtype=np.uint64)
+    c = 0
+    for s in range(tok_ptr.shape[0] - 1):
+        base = tok_ptr[s]
+        n = tok_ptr[s + 1] - base - 1
+        for m in range(1, n + 1):
+            h = head_rows[base + m]
+            k = arc_keys(atoms, base, n, h, m, flags, buf)
+            out[c : c + k] = buf[:k]
+            slots[c : c + k] = dirdist_slot(h, m)
+            c += k
+    return out[:c], slots[:c]
