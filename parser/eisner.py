@@ -111,12 +111,23 @@ def _lse_pair_adjoint(a, i, b, j, lo, hi, off, value, g, ga, gb):
 
 
 @numba.njit(cache=True)
-def _inside_fill(scores, single, C, CT, I, L):
-    """Fill the inside charts in log space (Eisner 1996, sum-product semiring).
+def _reduce(a, i, b, j, lo, hi, off, use_max):
+    """The split-point reduction of one chart item in the chosen semiring: (value, best split point)
+    in max-plus, (log-sum-exp, -1) in sum-product."""
+    if use_max:
+        return _max_pair(a, i, b, j, lo, hi, off)
+    return _lse_pair(a, i, b, j, lo, hi, off), -1
+
+
+@numba.njit(cache=True)
+def _fill(scores, single, use_max, C, CT, I, L, split_i, split_c):
+    """Fill the charts of Eisner (1996) in log space, sum-product (inside) or max-plus (``use_max``).
 
     scores, C, CT, I, L: (n + 1, n + 1) float64; C, CT, I, L are overwritten.
-    Reads only entries of ``scores`` off the diagonal and outside column 0.
-    Returns log Z = C[0, n].
+    With ``use_max`` the best split points go to ``split_i`` (of L[s, t],
+    s < t) and ``split_c`` (of C[h, e]), (n + 1, n + 1) int64, ties to the
+    smallest split point.  Reads only entries of ``scores`` off the diagonal
+    and outside column 0.  Returns log Z (or the best score) = C[0, n].
     """
     n1 = scores.shape[0]
     n = n1 - 1
@@ -127,28 +138,34 @@ def _inside_fill(scores, single, C, CT, I, L):
     for w in range(1, n1):
         for s in range(n1 - w):
             t = s + w
-            # L[s, t] = logsum_{s <= r < t} C[s, r] + C[t, r + 1]:
+            # L[s, t] = (+)_{s <= r < t} C[s, r] + C[t, r + 1]:
             # a right-complete half s..r meets a left-complete half r+1..t.
             if single and s == 0:
                 # One root child: the root's half must be the empty C[0, 0].
-                lse = C[t, 1]
+                v, r = C[t, 1], 0
             else:
-                lse = _lse_pair(C, s, C, t, s, t, 1)
-            L[s, t] = lse
+                v, r = _reduce(C, s, C, t, s, t, 1, use_max)
+            L[s, t] = v
+            if use_max:
+                split_i[s, t] = r
             # I[s, t] = L[s, t] + scores[s, t]  (arc s -> t)
-            I[s, t] = lse + scores[s, t]
+            I[s, t] = v + scores[s, t]
             # I[t, s] = L[s, t] + scores[t, s]  (arc t -> s); the root has no head.
-            I[t, s] = lse + scores[t, s] if s > 0 else -np.inf
-            # C[s, t] = logsum_{s < r <= t} I[s, r] + C[r, t]:
+            I[t, s] = v + scores[t, s] if s > 0 else -np.inf
+            # C[s, t] = (+)_{s < r <= t} I[s, r] + C[r, t]:
             # arc s -> r, then r's right-complete subtree r..t  (C[r, t] = CT[t, r]).
-            v = _lse_pair(I, s, CT, t, s + 1, t + 1, 0)
+            v, r = _reduce(I, s, CT, t, s + 1, t + 1, 0, use_max)
             C[s, t] = v
             CT[t, s] = v
-            # C[t, s] = logsum_{s <= r < t} C[r, s] + I[t, r]:
+            if use_max:
+                split_c[s, t] = r
+            # C[t, s] = (+)_{s <= r < t} C[r, s] + I[t, r]:
             # r's left-complete subtree s..r, then arc t -> r  (C[r, s] = CT[s, r]).
-            v = _lse_pair(CT, s, I, t, s, t, 0)
+            v, r = _reduce(CT, s, I, t, s, t, 0, use_max)
             C[t, s] = v
             CT[s, t] = v
+            if use_max:
+                split_c[t, s] = r
     return C[0, n]
 
 
@@ -160,14 +177,15 @@ def _inside_kernel(scores, single):
     CT = np.empty((n1, n1))
     I = np.empty((n1, n1))
     L = np.empty((n1, n1))
-    return _inside_fill(scores, single, C, CT, I, L)
+    no_split = np.empty((0, 0), dtype=np.int64)
+    return _fill(scores, single, False, C, CT, I, L, no_split, no_split)
 
 
 @numba.njit(cache=True)
 def _inside_outside_kernel(scores, single):
     """(log Z, mu) with mu[h, m] = P(head of m is h), both (n + 1, n + 1) float64.
 
-    The outside pass is the reverse-mode derivative of ``_inside_fill``: the
+    The outside pass is the reverse-mode derivative of the inside ``_fill``: the
     adjoint of an item is d log Z / d item, the probability that a tree uses
     it, so adjoints stay in linear space in [0, 1].  The adjoint of I[h, m]
     is the marginal of arc h -> m (Collins et al. 2008, Sec. 4 and 7.2).
@@ -178,7 +196,8 @@ def _inside_outside_kernel(scores, single):
     CT = np.empty((n1, n1))
     I = np.empty((n1, n1))
     L = np.empty((n1, n1))
-    log_z = _inside_fill(scores, single, C, CT, I, L)
+    no_split = np.empty((0, 0), dtype=np.int64)
+    log_z = _fill(scores, single, False, C, CT, I, L, no_split, no_split)
     # Adjoint of C[h, e] is gC[h, e] + gCT[e, h] (two accumulators, both row-major).
     gC = np.zeros((n1, n1))
     gCT = np.zeros((n1, n1))
@@ -186,7 +205,7 @@ def _inside_outside_kernel(scores, single):
     if log_z == -np.inf:
         return log_z, gI
     gC[0, n] = 1.0
-    # Visit items in the reverse order of _inside_fill: wider spans first, and
+    # Visit items in the reverse order of _fill: wider spans first, and
     # within a span the complete items before the incomplete ones they use.
     for w in range(n, 0, -1):
         for s in range(n1 - w):
@@ -226,33 +245,10 @@ def _argmax_kernel(scores, single):
     C = np.empty((n1, n1))
     CT = np.empty((n1, n1))
     I = np.empty((n1, n1))
+    L = np.empty((n1, n1))
     split_i = np.zeros((n1, n1), dtype=np.int64)  # best r for L[s, t], s < t
     split_c = np.zeros((n1, n1), dtype=np.int64)  # best r for C[h, e]
-    for k in range(n1):
-        C[k, k] = 0.0
-        CT[k, k] = 0.0
-    for w in range(1, n1):
-        for s in range(n1 - w):
-            t = s + w
-            # L[s, t] = max_{s <= r < t} C[s, r] + C[t, r + 1]
-            if single and s == 0:
-                best, r = C[t, 1], 0  # one root child: only the empty C[0, 0]
-            else:
-                best, r = _max_pair(C, s, C, t, s, t, 1)
-            split_i[s, t] = r
-            # I[s, t] = L[s, t] + scores[s, t];  I[t, s] = L[s, t] + scores[t, s]
-            I[s, t] = best + scores[s, t]
-            I[t, s] = best + scores[t, s] if s > 0 else -np.inf
-            # C[s, t] = max_{s < r <= t} I[s, r] + C[r, t]
-            best, r = _max_pair(I, s, CT, t, s + 1, t + 1, 0)
-            C[s, t] = best
-            CT[t, s] = best
-            split_c[s, t] = r
-            # C[t, s] = max_{s <= r < t} C[r, s] + I[t, r]
-            best, r = _max_pair(CT, s, I, t, s, t, 0)
-            C[t, s] = best
-            CT[s, t] = best
-            split_c[t, s] = r
+    _fill(scores, single, True, C, CT, I, L, split_i, split_c)
 
     # Backtrack from C[0, n] with an explicit stack of (is_complete, h, e).
     # A derivation has n incomplete and 2n + 1 complete items.
