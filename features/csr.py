@@ -105,15 +105,26 @@ def collect_delta(feat_ptr, feat_ids, lo, hi, coef, buf, w, touched_ids, touched
         if c != 0.0:
             for k in range(feat_ptr[r], feat_ptr[r + 1]):
                 buf[feat_ids[k]] += c
+    return gather_nonzero(buf, feat_ids[feat_ptr[lo]:feat_ptr[hi]], w, touched_ids, touched_vals)
+
+
+@njit(cache=True)
+def gather_nonzero(buf, entries, w, ids, vals):
+    """Move the non-zeros of the dense work array ``buf`` (n_features,) at the feature
+    ids ``entries`` (any order, repeats allowed) to a sparse vector.
+
+    Each non-zero ``buf[j]`` goes, in order of first occurrence in
+    ``entries``, to ``ids`` / ``vals`` (each at least as long as the number of
+    distinct ids) and is zeroed.  Returns ``(count, w . taken, ||taken||^2)``.
+    """
     count = 0
     dot = 0.0
     sq = 0.0
-    for k in range(feat_ptr[lo], feat_ptr[hi]):
-        j = feat_ids[k]
+    for j in entries:
         v = buf[j]
         if v != 0.0:
-            touched_ids[count] = j
-            touched_vals[count] = v
+            ids[count] = j
+            vals[count] = v
             count += 1
             dot += w[j] * v
             sq += v * v

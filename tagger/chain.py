@@ -69,36 +69,24 @@ def _exp_transitions(transitions):
 
 
 @numba.njit(cache=True)
-def _lse_into(prev, transitions, b):
-    """Exact logsum_a (prev[a] + transitions[a, b]) with the maximum factored out."""
-    L = prev.shape[0]
+def _lse_sum(x, y):
+    """Exact logsum_k (x[k] + y[k]) of two vectors of one length, with the maximum factored out.
+
+    -inf if every sum is -inf.  log Z is ``_lse_sum(alpha[n - 1], stop)``; the
+    fallback of the scaled chart steps is ``_lse_sum(prev, transitions[:, b])``
+    = logsum_a (prev[a] + transitions[a, b]) or ``_lse_sum(transitions[a], nxt)``
+    = logsum_b (transitions[a, b] + nxt[b]).
+    """
     m = -np.inf
-    for a in range(L):
-        v = prev[a] + transitions[a, b]
+    for k in range(x.shape[0]):
+        v = x[k] + y[k]
         if v > m:
             m = v
     if m == -np.inf:
         return m
     acc = 0.0
-    for a in range(L):
-        acc += np.exp(prev[a] + transitions[a, b] - m)
-    return m + np.log(acc)
-
-
-@numba.njit(cache=True)
-def _lse_from(transitions, a, nxt):
-    """Exact logsum_b (transitions[a, b] + nxt[b]) with the maximum factored out."""
-    L = nxt.shape[0]
-    m = -np.inf
-    for b in range(L):
-        v = transitions[a, b] + nxt[b]
-        if v > m:
-            m = v
-    if m == -np.inf:
-        return m
-    acc = 0.0
-    for b in range(L):
-        acc += np.exp(transitions[a, b] + nxt[b] - m)
+    for k in range(x.shape[0]):
+        acc += np.exp(x[k] + y[k] - m)
     return m + np.log(acc)
 
 
@@ -141,7 +129,7 @@ def _forward(emissions, transitions, start, alpha):
             if acc[b] > _TINY:
                 alpha[t, b] = emissions[t, b] + m + top + np.log(acc[b])
             else:
-                alpha[t, b] = emissions[t, b] + _lse_into(alpha[t - 1], transitions, b)
+                alpha[t, b] = emissions[t, b] + _lse_sum(alpha[t - 1], transitions[:, b])
 
 
 @numba.njit(cache=True)
@@ -177,34 +165,15 @@ def _backward(emissions, transitions, stop, beta):
             if acc > _TINY:
                 beta[t, a] = m + top + np.log(acc)
             else:
-                beta[t, a] = _lse_from(transitions, a, g)
-
-
-@numba.njit(cache=True)
-def _lse(v):
-    """log sum exp of a 1-D array; -inf if every entry is -inf."""
-    m = -np.inf
-    for x in v:
-        if x > m:
-            m = x
-    if m == -np.inf:
-        return m
-    acc = 0.0
-    for x in v:
-        acc += np.exp(x - m)
-    return m + np.log(acc)
+                beta[t, a] = _lse_sum(transitions[a], g)
 
 
 @numba.njit(cache=True)
 def _log_partition(emissions, transitions, start, stop):
     """log Z = logsum_b (alpha[n - 1, b] + stop[b])."""
-    n, L = emissions.shape
-    alpha = np.empty((n, L))
+    alpha = np.empty(emissions.shape)
     _forward(emissions, transitions, start, alpha)
-    last = np.empty(L)
-    for b in range(L):
-        last[b] = alpha[n - 1, b] + stop[b]
-    return _lse(last)
+    return _lse_sum(alpha[-1], stop)
 
 
 @numba.njit(cache=True)
@@ -226,10 +195,7 @@ def _forward_backward(emissions, transitions, start, stop, node, edge, edge_t, p
     beta = np.empty((n, L))
     _forward(emissions, transitions, start, alpha)
     _backward(emissions, transitions, stop, beta)
-    last = np.empty(L)
-    for b in range(L):
-        last[b] = alpha[n - 1, b] + stop[b]
-    log_z = _lse(last)
+    log_z = _lse_sum(alpha[n - 1], stop)
     for t in range(n):
         for y in range(L):
             node[t, y] = np.exp(alpha[t, y] + beta[t, y] - log_z)

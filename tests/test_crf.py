@@ -15,9 +15,11 @@ import pytest
 from nltk.corpus import conll2000
 from scipy.optimize import minimize
 
+from egnlp.features.chain import ChainFeaturizer
 from egnlp.features.csr import PartFeatures
-from egnlp.tagger.crf import ChainFeaturizer, TaggingProblem
 from egnlp.features.predicates import token_predicates
+from egnlp.tagger.crf import CRFModel
+from egnlp.tagger.problem import TaggingProblem
 from egnlp.training.eg import EGConfig, fit_eg_ll
 from egnlp.training.problem import log_linear_gradient, log_linear_primal
 
@@ -37,7 +39,7 @@ def chunk_data(k, split="train.txt"):
 def chunking():
     tokens, labels, pos = chunk_data(40)
     f = ChainFeaturizer.fit(tokens, labels, pos)
-    return f, f.problem(tokens, labels, pos), (tokens, labels, pos)
+    return f, TaggingProblem.from_sentences(f, tokens, labels, pos), (tokens, labels, pos)
 
 
 def explicit_features(f: ChainFeaturizer, tokens, labels, pos):
@@ -147,9 +149,9 @@ def test_gold_loss_and_argmax(chunking):
         np.testing.assert_array_equal(problem.argmax(i, theta), g)
         z = problem.argmax(i, e)
         assert float(z @ e) == n
-    # Decoding through the featurizer agrees with the problem's argmax.
+    # Decoding with the model agrees with the problem's argmax.
     w = np.random.default_rng(2).normal(size=pf.n_features)
-    decoded = f.decode(tokens[:5], pos[:5], w)
+    decoded = CRFModel(f, w).predict(tokens[:5], pos[:5])
     for i in range(5):
         lo, hi = pf.parts(i)
         z = problem.argmax(i, pf.scores(lo, hi, w))
@@ -185,7 +187,7 @@ def test_unknown_predicates_and_bad_input(chunking):
 def test_all_transitions_gives_every_pair_a_part():
     tokens, labels = pos_data(10)
     f = ChainFeaturizer.fit(tokens, labels, all_transitions=True)
-    problem = f.problem(tokens, labels)
+    problem = TaggingProblem.from_sentences(f, tokens, labels)
     L = f.n_labels
     assert problem.features.n_transitions == L * L
     lo, hi = problem.features.parts(0)
@@ -198,7 +200,7 @@ def test_all_transitions_gives_every_pair_a_part():
 
 def test_eg_reaches_the_lbfgs_optimum():
     tokens, labels = pos_data(50)
-    problem = ChainFeaturizer.fit(tokens, labels).problem(tokens, labels)
+    problem = TaggingProblem.from_sentences(ChainFeaturizer.fit(tokens, labels), tokens, labels)
     C = 1.0
     result = fit_eg_ll(problem, config=EGConfig(C=C, anneal=False, tol=1e-4, max_passes=200, seed=0))
     assert result.converged and result.final.rel_gap <= 1e-4
