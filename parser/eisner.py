@@ -170,13 +170,16 @@ def _fill(scores, single, use_max, C, CT, I, L, split_i, split_c):
 
 
 @numba.njit(cache=True)
+def _charts(n1):
+    """Uninitialised charts C, CT, I, L of a sentence with n1 - 1 words, each (n1, n1) float64."""
+    return np.empty((n1, n1)), np.empty((n1, n1)), np.empty((n1, n1)), np.empty((n1, n1))
+
+
+@numba.njit(cache=True)
 def _inside_kernel(scores, single):
     """log Z over the tree space; scores (n + 1, n + 1) float64."""
     n1 = scores.shape[0]
-    C = np.empty((n1, n1))
-    CT = np.empty((n1, n1))
-    I = np.empty((n1, n1))
-    L = np.empty((n1, n1))
+    C, CT, I, L = _charts(n1)
     no_split = np.empty((0, 0), dtype=np.int64)
     return _fill(scores, single, False, C, CT, I, L, no_split, no_split)
 
@@ -192,10 +195,7 @@ def _inside_outside_kernel(scores, single):
     """
     n1 = scores.shape[0]
     n = n1 - 1
-    C = np.empty((n1, n1))
-    CT = np.empty((n1, n1))
-    I = np.empty((n1, n1))
-    L = np.empty((n1, n1))
+    C, CT, I, L = _charts(n1)
     no_split = np.empty((0, 0), dtype=np.int64)
     log_z = _fill(scores, single, False, C, CT, I, L, no_split, no_split)
     # Adjoint of C[h, e] is gC[h, e] + gCT[e, h] (two accumulators, both row-major).
@@ -242,10 +242,7 @@ def _argmax_kernel(scores, single):
     """
     n1 = scores.shape[0]
     n = n1 - 1
-    C = np.empty((n1, n1))
-    CT = np.empty((n1, n1))
-    I = np.empty((n1, n1))
-    L = np.empty((n1, n1))
+    C, CT, I, L = _charts(n1)
     split_i = np.zeros((n1, n1), dtype=np.int64)  # best r for L[s, t], s < t
     split_c = np.zeros((n1, n1), dtype=np.int64)  # best r for C[h, e]
     _fill(scores, single, True, C, CT, I, L, split_i, split_c)
@@ -307,6 +304,15 @@ def _check_scores(scores: ArrayLike, name: str = "scores") -> NDArray[np.float64
     return arr
 
 
+def _solve(kernel, scores: ArrayLike, root: str, undefined: str):
+    """``kernel(scores, single)`` on validated scores: its (value, result), unless every tree of the
+    tree space scores -inf (ValueError, ending with ``undefined``)."""
+    value, result = kernel(_check_scores(scores), _is_single_root(root))
+    if value == -np.inf:
+        raise ValueError("every tree in the tree space has score -inf" + undefined)
+    return value, result
+
+
 def _is_single_root(root: str) -> bool:
     if root not in _ROOTS:
         raise ValueError(f"root must be 'single' or 'multi', got {root!r}")
@@ -327,11 +333,7 @@ def eisner_argmax(scores: ArrayLike, root: str = "multi") -> NDArray[np.int64]:
     Raises:
         ValueError: invalid input, or every tree has score -inf.
     """
-    arr = _check_scores(scores)
-    best, heads = _argmax_kernel(arr, _is_single_root(root))
-    if best == -np.inf:
-        raise ValueError("every tree in the tree space has score -inf")
-    return heads
+    return _solve(_argmax_kernel, scores, root, "")[1]
 
 
 def eisner_argmax_augmented(
@@ -413,8 +415,5 @@ def inside_outside(
     Raises:
         ValueError: invalid input, or every tree has score -inf.
     """
-    arr = _check_scores(scores)
-    log_z, mu = _inside_outside_kernel(arr, _is_single_root(root))
-    if log_z == -np.inf:
-        raise ValueError("every tree in the tree space has score -inf; marginals are undefined")
+    log_z, mu = _solve(_inside_outside_kernel, scores, root, "; marginals are undefined")
     return float(log_z), mu
