@@ -8,11 +8,11 @@ Run from the project root (NLTK_DATA must point at the corpora)::
 
 For each data set (``conll2000-pos``, ``conll2000-chunk``, ``brown``, or any
 tagging set) the training events are built once
-(``egnlp.tagger.maxent.build_training_data``: one event per token, the observation
+(``egnlp.tagger.maxent.training_events``: one event per token, the observation
 predicates of ``egnlp.features.predicates`` plus the gold tag history, features =
 (predicate, label) pairs seen in training; for chunking the labels are the
 chunk column and the POS tags are inputs).  Then every trainer of
-``egnlp.training.maxent.MAXENT_TRAINERS`` (``--trainers``, default cd, scgis, gis,
+the maxent trainers of ``egnlp.training.registry`` (``--trainers``, default cd, scgis, gis,
 lbfgs) minimises the same objective sum_i -log P(y_i|x_i) + ||w||^2 /
 (2 sigma^2), sigma^2 = ``--sigma2`` (10), from w = 0, with ``tol = 0`` (no
 stopping on the relative decrease except when a pass does not decrease f)
@@ -21,7 +21,7 @@ Each trainer first runs 2 passes on 20 sentences untimed, so that JIT
 compilation (or loading numba's cache) is not timed.
 
 Per pass the trainers record f, ||grad f|| and the optimisation seconds
-(``MaxentRecord.seconds``: without the evaluation of the record and the
+(``PassRecord.seconds``: without the evaluation of the record and the
 test scoring).  A pass is one sweep over the features (cd, scgis), one
 parallel update (gis) or one L-BFGS iteration (lbfgs; "evals" counts its
 function and gradient evaluations).  The reference optimum f* is the lowest
@@ -73,20 +73,12 @@ def log(message: str) -> None:
 
 def load(data: str, limit: int | None, test_limit: int | None):
     """(task, train, test): dicts of tokens, labels and pos (None unless the labels are chunks)."""
-    from egnlp.corpora import dataset_task, load_sentences
-    from egnlp.tagging import label_columns
+    from egnlp.corpora import dataset_task
+    from egnlp.tagging import dataset_columns
 
-    task = dataset_task(data)
-    if task not in ("pos", "chunk"):
-        raise SystemExit(f"{data} is a {task} data set; use a tagging set (conll2000-pos, conll2000-chunk, brown)")
-
-    def columns(split: str, n: int | None) -> dict:
-        sents = [s for s in load_sentences(data, split) if len(s)]
-        sents = sents[:n] if n is not None else sents
-        tokens, labels, pos = label_columns(sents, task)
-        return {"tokens": tokens, "labels": labels, "pos": pos}
-
-    return task, columns("train", limit), columns("test", test_limit)
+    splits = (("train", limit), ("test", test_limit))
+    return (dataset_task(data), *(dict(zip(("tokens", "labels", "pos"), dataset_columns(data, split, n)))
+                                  for split, n in splits))
 
 
 class TestScorer:
@@ -142,37 +134,45 @@ def first_reaching(rows: list[dict], threshold: float) -> dict | None:
 def run_data(data: str, args) -> dict:
     import numpy as np
 
-    from egnlp.tagger.maxent import MaxentModel, build_training_data
-    from egnlp.training.maxent import MaxentConfig, get_maxent_trainer
+    from egnlp.tagger.maxent import MaxentModel, training_events
+    from egnlp.training.maxent_problem import MaxentProblem
+    from egnlp.training.registry import MAXENT, get_trainer, make_config
+
+    def problem_of(tokens, labels, pos):
+        events = training_events(tokens, labels, pos, use_pos=use_pos)
+        return events, MaxentProblem.from_events(events.ev_ptr, events.ev_pred, events.gold, len(events.labels),
+                                                 len(events.predicates))
 
     task, train, test = load(data, args.limit, args.test_limit)
     use_pos = task == "chunk"
     log(f"{data}: building events for {len(train['tokens'])} training sentences")
     start = time.perf_counter()
-    names, labels, events = build_training_data(train["tokens"], train["labels"], train["pos"], use_pos=use_pos)
+    events, problem = problem_of(train["tokens"], train["labels"], train["pos"])
     build_seconds = time.perf_counter() - start
-    model = MaxentModel(labels, names, events.feat_ptr, events.feat_label, np.zeros(events.n_features),
-                        use_pos=use_pos, beam=args.beam)
+    model = MaxentModel(events.labels, events.predicates, problem.feat_ptr, problem.feat_label,
+                        np.zeros(problem.n_features), use_pos=use_pos, beam=args.beam)
     encoded = model.encode(test["tokens"], test["pos"])
-    label_id = {y: k for k, y in enumerate(labels)}
+    label_id = {y: k for k, y in enumerate(events.labels)}
     gold = np.array([label_id.get(y, -1) for seq in test["labels"] for y in seq], dtype=np.int64)
     every = None if args.decode_points == 0 else args.max_seconds / args.decode_points
     scorer = TestScorer(model, encoded, gold, every)
-    log(f"{data}: {events.n_events:,} events, {events.n_predicates:,} predicates, {events.n_features:,} features, "
-        f"{len(labels)} labels, {events.nnz:,} nonzeros (#nz); built in {build_seconds:.1f} s")
+    log(f"{data}: {problem.n_events:,} events, {problem.n_predicates:,} predicates, {problem.n_features:,} features, "
+        f"{len(events.labels)} labels, {problem.nnz:,} nonzeros (#nz); built in {build_seconds:.1f} s")
 
     # warm-up: compile (or load) every kernel on a tiny problem, untimed
-    _, _, tiny = build_training_data(train["tokens"][:20], train["labels"][:20],
-                                     train["pos"][:20] if use_pos else None, use_pos=use_pos)
-    scorer.accuracy(np.zeros(events.n_features))
-    config = MaxentConfig(sigma2=args.sigma2, max_passes=args.max_passes, tol=0.0, gtol=0.0,
-                          max_seconds=args.max_seconds)
+    _, tiny = problem_of(train["tokens"][:20], train["labels"][:20], train["pos"][:20] if use_pos else None)
+    scorer.accuracy(np.zeros(problem.n_features))
+    C = 1.0 / args.sigma2
     runs: dict[str, list[dict]] = {}
     info: dict[str, dict] = {}
     for name in args.trainers:
-        fit = get_maxent_trainer(name).fit
-        fit(tiny, config=MaxentConfig(sigma2=args.sigma2, max_passes=2, tol=0.0))
+        trainer = get_trainer(name, MAXENT)
+        trainer.fit(tiny, config=make_config(trainer, C=C, max_passes=2, tol=0.0))
         scorer.reset()
+        # tol = 0 and no gradient test: run to the time or pass limit (L-BFGS-B also stops at its own
+        # ftol = 0 test when a step does not decrease f)
+        config = make_config(trainer, C=C, max_passes=args.max_passes, tol=0.0, gtol=0.0,
+                             max_seconds=args.max_seconds)
 
         def progress(r, name=name):
             if r.passes <= 3 or r.passes % 10 == 0:
@@ -182,7 +182,7 @@ def run_data(data: str, args) -> dict:
         log(f"{data} {name}: training (sigma2 {args.sigma2:g}, at most {args.max_seconds:g} s, "
             f"{args.max_passes} passes)")
         wall = time.perf_counter()
-        result = fit(events, config=config, dev=scorer, callbacks=(scorer.callback, progress))
+        result = trainer.fit(problem, config=config, dev=scorer, callbacks=(scorer.callback, progress))
         wall = time.perf_counter() - wall
         rows = [{"pass": r.passes, "evals": r.eff_iters, "seconds": r.seconds, "objective": r.primal,
                  "grad_norm": r.grad_norm, "test": r.dev} for r in result.records]
@@ -193,17 +193,19 @@ def run_data(data: str, args) -> dict:
             f"test {rows[-1]['test']:.2f}, converged {result.converged}; wall {wall:.0f} s "
             f"({scorer.decode_seconds:.0f} s decoding)")
         runs[name] = rows
+        f = [r.primal for r in result.records]
         info[name] = {"converged": bool(result.converged), "wall_seconds": wall,
-                      "decode_seconds": scorer.decode_seconds, "last_rel_change": last.rel_change}
+                      "decode_seconds": scorer.decode_seconds,
+                      "last_rel_change": (f[-2] - f[-1]) / max(abs(f[-1]), 1.0) if len(f) > 1 else None}
     optimum = min(r["objective"] for rows in runs.values() for r in rows)
     best = min(runs, key=lambda n: min(r["objective"] for r in runs[n]))
     for rows in runs.values():
         for r in rows:
             r["rel_diff"] = (r["objective"] - optimum) / abs(optimum)
     return {"data": data, "task": task, "train_sentences": len(train["tokens"]),
-            "test_sentences": len(test["tokens"]), "test_tokens": int(gold.size), "n_events": events.n_events,
-            "n_predicates": events.n_predicates, "n_features": events.n_features, "n_labels": len(labels),
-            "nnz": events.nnz, "optimum": optimum, "optimum_from": best, "runs": runs, "info": info}
+            "test_sentences": len(test["tokens"]), "test_tokens": int(gold.size), "n_events": problem.n_events,
+            "n_predicates": problem.n_predicates, "n_features": problem.n_features, "n_labels": len(events.labels),
+            "nnz": problem.nnz, "optimum": optimum, "optimum_from": best, "runs": runs, "info": info}
 
 
 def fmt_reach(row: dict | None) -> str:
@@ -278,8 +280,9 @@ def report(results: list[dict], args, load_avg: float) -> str:
     lines += ["", "| " + " | ".join(headers) + " |", "|:---|:---|" + "---:|" * (len(headers) - 2)]
     for res in results:
         lines += ["| " + " | ".join(row) + " |" for row in table_rows(res)]
-    lines += ["", "seconds and the times to a relative difference are optimisation seconds (MaxentRecord.seconds; "
-              "for lbfgs the time of its function and gradient evaluations, not of scipy's own L-BFGS-B step); "
+    lines += ["", "seconds and the times to a relative difference are optimisation seconds (PassRecord.seconds; "
+              "for lbfgs the time between its iterations: its function and gradient evaluations and "
+              "scipy's L-BFGS-B step); "
               "wall s = the whole run without the test decoding, i.e. with the per-pass evaluation of f and "
               "||grad f|| for the records; passes of lbfgs are L-BFGS iterations."]
     return "\n".join(lines)
@@ -301,12 +304,12 @@ def main() -> None:
                          "grid of passes; 0 decodes every pass (default: 50)")
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "maxent_trainers", help="output folder")
     args = ap.parse_args()
-    from egnlp.training.maxent import MAXENT_TRAINERS
+    from egnlp.training.registry import MAXENT, trainer_names
 
     args.trainers = [t.strip() for t in args.trainers.split(",") if t.strip()]
-    unknown = [t for t in args.trainers if t not in MAXENT_TRAINERS]
+    unknown = [t for t in args.trainers if t not in trainer_names(MAXENT)]
     if unknown or not args.trainers:
-        raise SystemExit(f"unknown trainers {unknown}; trainers: {', '.join(MAXENT_TRAINERS)}")
+        raise SystemExit(f"unknown trainers {unknown}; trainers: {', '.join(trainer_names(MAXENT))}")
     if args.decode_points < 0 or not args.max_seconds > 0:
         raise SystemExit("--decode-points must be >= 0 and --max-seconds positive")
     datasets = [d.strip() for d in args.data.split(",") if d.strip()]

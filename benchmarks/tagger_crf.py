@@ -107,21 +107,13 @@ def have_crfsuite() -> bool:
 
 
 def load(data: str, limit: int | None, test_limit: int | None):
-    """(train, dev, test) columns: dicts of tokens, labels, pos (None unless the labels are chunks)."""
-    from egnlp.corpora import dataset_task, load_sentences
-    from egnlp.tagging import label_columns
+    """(task, train, dev, test): dicts of tokens, labels, pos (None unless the labels are chunks)."""
+    from egnlp.corpora import dataset_task
+    from egnlp.tagging import dataset_columns
 
-    task = dataset_task(data)
-    if task not in ("pos", "chunk"):
-        raise SystemExit(f"{data} is a {task} data set; use a tagging set (conll2000-pos, conll2000-chunk, ...)")
-
-    def columns(split: str, n: int | None) -> dict:
-        sents = [s for s in load_sentences(data, split) if len(s)]
-        sents = sents[:n] if n is not None else sents
-        tokens, labels, pos = label_columns(sents, task)
-        return {"tokens": tokens, "labels": labels, "pos": pos}
-
-    return task, columns("train", limit), columns("dev", None), columns("test", test_limit)
+    splits = (("train", limit), ("dev", None), ("test", test_limit))
+    return (dataset_task(data), *(dict(zip(("tokens", "labels", "pos"), dataset_columns(data, split, n)))
+                                  for split, n in splits))
 
 
 def token_scores(gold: list[list[str]], pred: list[list[str]], tokens: list[list[str]], vocab: set) -> tuple:

@@ -19,14 +19,16 @@ import typer
 from egnlp import __version__
 from egnlp.corpora import CorpusError, list_datasets, load_sentences, read_conll, write_conll
 from egnlp.corpora.datasets import dataset_root, dataset_task, is_dataset
-from egnlp.console import USER_ERRORS, fail, progress_printer
+from egnlp.console import (USER_ERRORS, DataOption, DevOption, EncodingOption, MaxSecondsOption, ModelOut,
+                           SeedOption, TrainOption, fail, progress_printer)
 from egnlp.tagger_cli import parse_text_command, tagger_app
 from egnlp.api import DEFAULT_PARSER_C, DEFAULT_PARSER_TRAINER
 from egnlp.parser.evaluate import attachment_scores
 from egnlp.parser.model import Parser
 from egnlp.training.eg import EGConfig
 from egnlp.training.records import PassRecord
-from egnlp.training.registry import TRAINERS, get_trainer, make_config
+from egnlp.inputs import training_sets
+from egnlp.training.registry import get_trainer, make_config, trainer_names
 
 app = typer.Typer(help="Dependency parsers and POS taggers trained with exponentiated-gradient algorithms.", no_args_is_help=True,
                   add_completion=False, pretty_exceptions_enable=False)
@@ -88,19 +90,9 @@ def data_export(name: str = typer.Argument(..., help="Data set name (see 'egnlp 
 
 
 def _training_data(data: Optional[str], train: Optional[Path], dev: Optional[Path], encoding: str):
-    if (data is None) == (train is None):
-        raise CorpusError("give either --data NAME or --train FILE")
-    if data is not None:
-        if dev is not None:
-            raise CorpusError("--dev goes with --train; a data set brings its own dev split")
-        if not is_dataset(data):
-            return load_sentences(data, encoding=encoding), None, None
-        if dataset_task(data) != "parse":
-            raise CorpusError(f"data set '{data}' has no dependency trees (its task is '{dataset_task(data)}'); "
-                              "see 'egnlp data list'")
-        return load_sentences(data, "train"), load_sentences(data, "dev"), dataset_root(data)
-    return (read_conll(train, encoding=encoding),
-            read_conll(dev, encoding=encoding) if dev is not None else None, None)
+    """(train sentences, dev sentences or None, the data set's tree space or None) of a parser command."""
+    sets = training_sets(data, train, dev, trees=True, encoding=encoding)
+    return sets.train, sets.dev, dataset_root(sets.dataset) if sets.dataset is not None else None
 
 
 def trainer_settings(**options) -> dict:
@@ -110,11 +102,11 @@ def trainer_settings(**options) -> dict:
 
 @parser_app.command("train")
 def parser_train(
-    out: Path = typer.Option(..., "--out", "-o", help="Model file (.npz) to write."),
-    data: Optional[str] = typer.Option(None, "--data", help="Named data set (its train and dev splits) or a CoNLL file."),
-    train: Optional[Path] = typer.Option(None, "--train", help="Training CoNLL file."),
-    dev: Optional[Path] = typer.Option(None, "--dev", help="Dev CoNLL file, scored after every pass."),
-    trainer: str = typer.Option(DEFAULT_PARSER_TRAINER, "--trainer", help=f"One of: {', '.join(TRAINERS)}."),
+    out: ModelOut,
+    data: DataOption = None,
+    train: TrainOption = None,
+    dev: DevOption = None,
+    trainer: str = typer.Option(DEFAULT_PARSER_TRAINER, "--trainer", help=f"One of: {', '.join(trainer_names())}."),
     C: Optional[float] = typer.Option(None, "--C", help="Regularisation constant C of sum_i loss_i + C/2 ||w||^2 "
                                       f"[default: {DEFAULT_PARSER_C['mm']:g} for max-margin trainers, "
                                       f"{DEFAULT_PARSER_C['ll']:g} for log-linear ones]."),
@@ -127,13 +119,13 @@ def parser_train(
                                           help="EG: start at 10 C and decay to C (much faster for small C) [default: on]."),
     order: Optional[str] = typer.Option(None, "--order", help="EG, BCFW: example order, random (a fresh "
                                         "permutation per pass) or cyclic."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of every random choice (example order)."),
-    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Stop after this much optimisation time."),
+    seed: SeedOption = None,
+    max_seconds: MaxSecondsOption = None,
     root: Optional[Root] = typer.Option(None, "--root", help="Tree space: one root child or any number "
                                         "(default: the data set's, or 'single' if every training tree has one)."),
     features: FeatureMode = typer.Option(FeatureMode.alphabet, "--features", help="Feature ids: gold-arc alphabet or hashing."),
     hash_bits: int = typer.Option(22, "--hash-bits", help="With --features hash: 2^bits feature ids."),
-    encoding: str = typer.Option("utf-8", "--encoding", help="Encoding of the CoNLL files."),
+    encoding: EncodingOption = "utf-8",
 ) -> None:
     """Train a first-order projective parser and save it."""
     from egnlp.api import train_parser, train_parser_path
@@ -170,7 +162,7 @@ def parser_train(
             label = f"trainer {trainer}" + (f", C={C:g}" if C is not None else "")
             model, result = train_parser(
                 train_sents, dev_sents, trainer=trainer, root=chosen_root, feature_mode=features.value,
-                hash_bits=hash_bits, callbacks=[progress_printer(label)], **settings)
+                hash_bits=hash_bits, callbacks=[progress_printer(label, has_dual=spec.has_dual)], **settings)
         model.save(out)
     except USER_ERRORS as exc:
         fail(str(exc))

@@ -25,7 +25,7 @@ from egnlp.parser.model import Parser
 from egnlp.tagger.model import Tagger
 from egnlp.tagger.text import split_sentences, tokenize
 
-__all__ = ["parse_text", "tag_text", "text_sentences", "to_conllu", "tokens_sentence"]
+__all__ = ["parse_text", "slash_text", "tag_text", "text_sentences", "to_conllu", "tokens_sentence"]
 
 _SPACE = re.compile(r"\s+")
 
@@ -95,3 +95,12 @@ def parse_text(text: str, tagger: Tagger, parser: Parser, *, comments: bool = Tr
 def to_conllu(sentences: Sequence[Sentence]) -> str:
     """CoNLL-U text of the sentences (their lines, a blank line after each)."""
     return format_conll(sentences)
+
+
+def slash_text(sentences: Sequence[Sentence], column: str = "pos") -> str:
+    """One line per sentence of space-separated ``word/TAG`` tokens (``word/POS/CHUNK`` for ``column`` chunk)."""
+    if column == "chunk":
+        lines = (" ".join(f"{w}/{p}/{c}" for w, p, c in zip(s.forms, s.pos, s.chunks)) for s in sentences)
+    else:
+        lines = (" ".join(f"{w}/{t}" for w, t in zip(s.forms, s.pos)) for s in sentences)
+    return "".join(line + "\n" for line in lines)

@@ -14,35 +14,34 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import sys
 import time
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from egnlp.corpora import (CorpusError, Sentence, format_conll, is_dataset, load_sentences, parse_conll, read_conll,
-                     write_conll)
-from egnlp.corpora.files import decode, read_bytes, write_text_atomic
-from egnlp.corpora.datasets import dataset_task
-from egnlp.corpora.sentence import BLANK
-from egnlp.console import USER_ERRORS, fail, progress_printer
-from egnlp.pipeline import parse_text, text_sentences, to_conllu, tokens_sentence
-from egnlp.tagging import label_columns
+from egnlp.corpora import CorpusError, dataset_task, format_conll, parse_conll, read_conll
+from egnlp.console import (USER_ERRORS, DataOption, DevOption, EncodingOption, MaxSecondsOption, ModelOut,
+                           SeedOption, TrainOption, fail, progress_printer, report_rate, write_output)
+from egnlp.inputs import STDIN, read_text, training_sets
 from egnlp.parser.model import Parser
-from egnlp.tagger.evaluate import tag_scores
-from egnlp.tagger.model import Tagger
+from egnlp.pipeline import parse_text, slash_text, text_sentences, to_conllu, tokens_sentence
+from egnlp.tagger.evaluate import choose_column, tag_scores
+from egnlp.tagger.model import COLUMNS, Tagger
+from egnlp.tagging import check_tags, tagged_columns
+from egnlp.training.registry import MAXENT, STRUCTURED, get_trainer, trainer_names
 
 __all__ = ["parse_text_command", "tagger_app"]
 
 tagger_app = typer.Typer(help="Train, run and evaluate POS taggers and chunkers.", no_args_is_help=True)
 
 MODEL_KINDS = ("crf", "maxent")
+PROBLEM = {"crf": STRUCTURED, "maxent": MAXENT}  # the kind of problem each model family trains
 DEFAULT_TRAINER = {"crf": "eg-ll", "maxent": "cd"}
-COLUMNS = ("pos", "chunk")
 FORMATS = ("text", "conll")
-STDIN = "-"
+# Options of 'tagger train' that set a trainer's config field, and those of one model family only.
+CONFIG_OPTIONS = {"C": "C", "passes": "max_passes", "tol": "tol", "max_seconds": "max_seconds", "seed": "seed"}
+MODEL_OPTIONS = {"C": "crf", "sigma2": "maxent", "beam": "maxent"}
 
 
 def _choice(value: str, allowed: tuple[str, ...], option: str) -> str:
@@ -51,92 +50,15 @@ def _choice(value: str, allowed: tuple[str, ...], option: str) -> str:
     return value
 
 
-# --- input and output ----------------------------------------------------------------------------
-
-
-def _read_text(source: str, encoding: str) -> tuple[str, str]:
-    """(text, name) of a file or of stdin (``-``)."""
-    if source == STDIN:
-        stream = sys.stdin
-        raw = getattr(stream, "buffer", None)
-        if raw is None:
-            return stream.read(), "<stdin>"
-        return decode(raw.read(), "<stdin>", encoding), "<stdin>"
-    if os.path.isdir(source):
-        raise CorpusError(f"{source}: is a folder, not a file")
-    return decode(read_bytes(source), source, encoding), source
-
-
-def _where(sentence: Sentence, number: int) -> str:
-    if sentence.source and sentence.source != "<string>":
-        return f"{sentence.source}:{sentence.line}"
-    return f"sentence {number}"
-
-
-def _check_tags(sentences: list[Sentence], column: str, role: str) -> None:
-    """Every token of every sentence has a tag in ``column`` (``_`` is no tag)."""
-    for number, s in enumerate(sentences, start=1):
-        tags = s.pos if column == "pos" else s.chunks
-        if tags is None:
-            raise CorpusError(f"{_where(s, number)}: no chunk column (11th column); {role}")
-        for k, tag in enumerate(tags):
-            if tag == BLANK:
-                raise CorpusError(f"{_where(s, number)}: token {k + 1} has no {column.upper()} tag ('_'); {role}")
-
-
-def _columns(sentences: list[Sentence], column: str, what: str):
-    """(tokens, labels, POS input or None) of a training or dev set."""
-    if not sentences:
-        raise CorpusError(f"the {what} set has no sentences")
-    _check_tags(sentences, column, f"a {'chunker' if column == 'chunk' else 'POS tagger'} trains on these tags")
-    if column == "chunk":
-        _check_tags(sentences, "pos", "a chunker reads the POS column")
-    return label_columns(sentences, column)
-
-
-# --- progress ------------------------------------------------------------------------------------
-
-
-def _maxent_progress(label: str):
-    typer.echo(f"{label}\n{'pass':>4} {'sec':>7} {'objective':>14} {'|grad|':>10} {'rel.chg':>9} {'dev':>6}", err=True)
-
-    def show(r) -> None:
-        dev = f"{100.0 * r.dev:6.2f}" if r.dev is not None else "     -"
-        rel = f"{r.rel_change:9.2e}" if r.rel_change is not None else " " * 9
-        typer.echo(f"{r.passes:4d} {r.seconds:7.1f} {r.primal:14.4f} {r.grad_norm:10.3e} {rel} {dev}", err=True)
-
-    return show
-
-
 # --- train ---------------------------------------------------------------------------------------
-
-
-def _training_sets(data: Optional[str], train: Optional[Path], dev: Optional[Path], column: Optional[str],
-                   encoding: str):
-    """(train sentences, dev sentences or None, column) from --data or --train/--dev."""
-    if (data is None) == (train is None):
-        raise CorpusError("give either --data NAME or --train FILE")
-    if data is not None and is_dataset(data):
-        if dev is not None:
-            raise CorpusError("--dev goes with --train; a data set brings its own dev split")
-        task = dataset_task(data)
-        chosen = column or ("chunk" if task == "chunk" else "pos")
-        return load_sentences(data, "train"), load_sentences(data, "dev"), chosen
-    path = data if data is not None else str(train)
-    if data is not None and not os.path.isfile(data):
-        load_sentences(data)  # raises: unknown data set or file
-    train_sents = read_conll(path, encoding=encoding, require_heads=False)
-    dev_sents = read_conll(dev, encoding=encoding, require_heads=False) if dev is not None else None
-    return train_sents, dev_sents, column or "pos"
 
 
 @tagger_app.command("train")
 def tagger_train(
-    out: Path = typer.Option(..., "--out", "-o", help="Model file (.npz) to write."),
-    data: Optional[str] = typer.Option(None, "--data", help="Named data set (its train and dev splits; "
-                                       "see 'egnlp data list') or a CoNLL file."),
-    train: Optional[Path] = typer.Option(None, "--train", help="Training CoNLL file (10 or 11 columns)."),
-    dev: Optional[Path] = typer.Option(None, "--dev", help="Dev CoNLL file, scored (token accuracy) after every pass."),
+    out: ModelOut,
+    data: DataOption = None,
+    train: TrainOption = None,
+    dev: DevOption = None,
     model: str = typer.Option("crf", "--model", help="Model family: crf (linear-chain CRF) or maxent "
                               "(left-to-right maximum-entropy tagger with a beam)."),
     trainer: Optional[str] = typer.Option(None, "--trainer", help="CRF: a structured trainer of 'egnlp parser "
@@ -146,13 +68,12 @@ def tagger_train(
     sigma2: Optional[float] = typer.Option(None, "--sigma2", help="maxent: Gaussian prior variance (default 10)."),
     passes: Optional[int] = typer.Option(None, "--passes", help="Pass limit (default: the trainer's)."),
     tol: Optional[float] = typer.Option(None, "--tol", help="Convergence tolerance (default: the trainer's)."),
-    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Stop after the pass that brings the "
-                                                "optimisation time past this many seconds (default: no limit)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the example (CRF) or feature (maxent) order."),
+    max_seconds: MaxSecondsOption = None,
+    seed: SeedOption = None,
     beam: Optional[int] = typer.Option(None, "--beam", help="maxent: beam width of decoding (default 3)."),
     column: Optional[str] = typer.Option(None, "--column", help="Label column: pos or chunk (default: the data "
                                          "set's task; pos for files). A chunker reads the POS column."),
-    encoding: str = typer.Option("utf-8", "--encoding", help="Encoding of the CoNLL files."),
+    encoding: EncodingOption = "utf-8",
 ) -> None:
     """Train a POS tagger or chunker (CRF or maxent) and save it."""
     from egnlp.tagging import train_crf_tagger, train_maxent_tagger
@@ -162,29 +83,23 @@ def tagger_train(
         if column is not None:
             _choice(column, COLUMNS, "--column")
         trainer = trainer or DEFAULT_TRAINER[model]
-        settings = _trainer_settings(model, trainer, C=C, sigma2=sigma2, passes=passes, tol=tol,
-                                     max_seconds=max_seconds, seed=seed, beam=beam)
-        train_sents, dev_sents, chosen = _training_sets(data, train, dev, column, encoding)
-        tokens, labels, pos = _columns(train_sents, chosen, "training")
-        dev_set = _columns(dev_sents, chosen, "dev") if dev_sents else None
-        if dev_set is not None and pos is None:
-            dev_set = dev_set[:2]
+        spec, settings = _trainer_settings(model, trainer, C=C, sigma2=sigma2, passes=passes, tol=tol,
+                                           max_seconds=max_seconds, seed=seed, beam=beam)
+        sets = training_sets(data, train, dev, trees=False, encoding=encoding)
+        task = dataset_task(sets.dataset) if sets.dataset is not None else None
+        chosen = column or ("chunk" if task == "chunk" else "pos")
+        tokens, labels, pos = tagged_columns(sets.train, chosen, "training")
+        dev_set = tagged_columns(sets.dev, chosen, "dev") if sets.dev else None
         what = "chunker" if chosen == "chunk" else "POS tagger"
-        typer.echo(f"training a {model} {what} on {len(train_sents)} sentences"
-                   + (f", dev {len(dev_sents)}" if dev_sents else ""), err=True)
+        typer.echo(f"training a {model} {what} on {len(sets.train)} sentences"
+                   + (f", dev {len(sets.dev)}" if sets.dev else ""), err=True)
         start = time.perf_counter()
-        if model == "crf":
-            tagger, result = train_crf_tagger(tokens, labels, pos, dev=dev_set, trainer=trainer, column=chosen,
-                                              callbacks=[progress_printer(f"trainer {trainer}")], **settings)
-            status = ("converged" if result.converged else "stopped before converging") \
-                + f" after {result.final.eff_iters:.1f} effective iterations"
-        else:
-            tagger, history = train_maxent_tagger(tokens, labels, pos, dev=dev_set, trainer=trainer, column=chosen,
-                                                  callbacks=[_maxent_progress(f"maxent trainer {trainer}")],
-                                                  **settings)
-            converged = bool(tagger.info.get("converged"))
-            status = ("converged" if converged else "stopped before converging") \
-                + f" after {history[-1].passes if history else 0} passes"
+        fit = train_crf_tagger if model == "crf" else train_maxent_tagger
+        tagger, result = fit(tokens, labels, pos, dev=dev_set, trainer=trainer, column=chosen,
+                             callbacks=[progress_printer(f"{model} trainer {trainer}", has_dual=spec.has_dual)],
+                             **settings)
+        status = ("converged" if result.converged else "stopped before converging") \
+            + f" after {result.final.passes} passes ({result.final.eff_iters:.1f} effective iterations)"
         seconds = time.perf_counter() - start
         tagger.info["train_seconds"] = seconds
         tagger.save(out)
@@ -194,45 +109,34 @@ def tagger_train(
                f"{seconds:.1f} s; model written to {out}", err=True)
 
 
-def _trainer_settings(model: str, trainer: str, **given) -> dict:
-    """The trainer settings the user gave, checked against what the trainer has."""
+def _trainer_settings(model: str, trainer: str, **given):
+    """The trainer of ``model``'s family and the keyword arguments of its training function from the
+    options the user gave (not None), checked against what that trainer and model family have."""
     given = {k: v for k, v in given.items() if v is not None}
-    if model == "crf":
-        from egnlp.training.registry import get_trainer
-
-        try:
-            spec = get_trainer(trainer)
-        except ValueError as exc:
-            hint = " (maxent trainers go with --model maxent)" if trainer in ("cd", "gis", "scgis") else ""
-            raise ValueError(f"{exc}{hint}") from None
-        names = {"C": "C", "passes": "max_passes", "tol": "tol", "max_seconds": "max_seconds", "seed": "seed"}
-        fields = {f.name for f in dataclasses.fields(spec.config)}
-        for option in ("sigma2", "beam"):
-            if option in given:
-                raise ValueError(f"--{option} applies to --model maxent; a CRF's regularisation is --C")
-    else:
-        from egnlp.training.maxent import get_maxent_trainer
-
-        get_maxent_trainer(trainer)
-        if "C" in given:
-            raise ValueError("--C applies to --model crf; the maxent regularisation is --sigma2")
-        names = {"sigma2": "sigma2", "passes": "max_passes", "tol": "tol", "max_seconds": "max_seconds",
-                 "seed": "seed", "beam": "beam"}
-        fields = set(names.values())
+    problem = PROBLEM[model]
+    try:
+        spec = get_trainer(trainer, problem)
+    except ValueError:
+        family = next((m for m, p in PROBLEM.items() if p != problem and trainer in trainer_names(p)), None)
+        hint = f"'{trainer}' trains {family} taggers (--model {family}); " if family else ""
+        raise ValueError(f"unknown trainer '{trainer}' for --model {model}: {hint}"
+                         f"{model} trainers: {', '.join(trainer_names(problem))}") from None
+    fields = {f.name for f in dataclasses.fields(spec.config)}
     settings = {}
     for option, value in given.items():
-        name = names[option]
-        if name not in fields:
-            raise ValueError(f"trainer '{trainer}' has no setting --{option}")
-        settings[name] = value
-    return settings
+        family = MODEL_OPTIONS.get(option)
+        if family is not None and family != model:
+            raise ValueError(f"--{option.replace('_', '-')} applies to --model {family}"
+                             + ("; a CRF's regularisation is --C" if model == "crf"
+                                else "; the maxent regularisation is --sigma2"))
+        name = CONFIG_OPTIONS.get(option)
+        if name is not None and name not in fields:
+            raise ValueError(f"trainer '{trainer}' has no setting --{option.replace('_', '-')}")
+        settings[name or option] = value
+    return spec, settings
 
 
 # --- tag -----------------------------------------------------------------------------------------
-
-
-def _load_tagger(path: Path) -> Tagger:
-    return Tagger.load(path)
 
 
 @tagger_app.command("tag")
@@ -252,14 +156,14 @@ def tagger_tag(
     try:
         _choice(fmt, FORMATS, "--format")
         to = _choice(to, FORMATS, "--to") if to is not None else fmt
-        tagger = _load_tagger(model)
-        pos_model = _load_tagger(pos_tagger) if pos_tagger is not None else None
+        tagger = Tagger.load(model)
+        pos_model = Tagger.load(pos_tagger) if pos_tagger is not None else None
         if pos_model is not None:
             if not tagger.use_pos:
                 raise ValueError("--pos-tagger goes with a chunker; this model reads words only")
             if pos_model.column != "pos" or pos_model.use_pos:
                 raise ValueError(f"{pos_tagger}: not a POS tagger (it predicts the {pos_model.column} column)")
-        text, name = _read_text(input, encoding)
+        text, name = read_text(input, encoding)
         if fmt == "text":
             sentences = [tokens_sentence(tokens) for _, tokens in text_sentences(text)]
             if tagger.use_pos and pos_model is None:
@@ -268,53 +172,19 @@ def tagger_tag(
         else:
             sentences = parse_conll(text, name, require_heads=False)
             if tagger.use_pos and pos_model is None:
-                _check_tags(sentences, "pos", "a chunker reads the POS column (or give --pos-tagger MODEL)")
+                check_tags(sentences, "pos", "a chunker reads the POS column (or give --pos-tagger MODEL)")
         start = time.perf_counter()
         if pos_model is not None:
             sentences = pos_model.tag_corpus(sentences)
         tagged = tagger.tag_corpus(sentences)
         seconds = time.perf_counter() - start
-        if to == "conll":
-            if out is not None:
-                write_conll(out, tagged)
-            else:
-                typer.echo(format_conll(tagged), nl=False)
-        else:
-            lines = "".join(_slash_line(s, tagger) + "\n" for s in tagged)
-            if out is not None:
-                write_text_atomic(out, lines)
-            else:
-                typer.echo(lines, nl=False)
+        write_output(format_conll(tagged) if to == "conll" else slash_text(tagged, tagger.column), out)
     except USER_ERRORS as exc:
         fail(str(exc))
-    n_tokens = sum(len(s) for s in tagged)
-    typer.echo(f"tagged {n_tokens} tokens in {len(tagged)} sentences in {seconds:.2f} s "
-               f"({n_tokens / max(seconds, 1e-9):.0f} tokens/s)" + (f"; wrote {out}" if out is not None else ""),
-               err=True)
-
-
-def _slash_line(sentence: Sentence, tagger: Tagger) -> str:
-    """``word/TAG`` tokens (``word/POS/CHUNK`` for a chunker), space-separated."""
-    if tagger.column == "chunk":
-        return " ".join(f"{w}/{p}/{c}" for w, p, c in zip(sentence.forms, sentence.pos, sentence.chunks))
-    return " ".join(f"{w}/{t}" for w, t in zip(sentence.forms, sentence.pos))
+    report_rate("tagged", tagged, seconds, out)
 
 
 # --- evaluate ------------------------------------------------------------------------------------
-
-
-def choose_column(gold: list[Sentence], pred: list[Sentence]) -> str:
-    """The column to score when none is given: ``chunk`` when both files have chunk tags, else ``pos``.
-
-    Exception: when the chunk columns are identical and the POS columns
-    differ, the prediction is a POS tagger's output on chunking data (e.g. an
-    export of ``conll2000-pos``), and ``pos`` is scored.
-    """
-    if not all(s.chunks is not None for s in gold) or not all(s.chunks is not None for s in pred):
-        return "pos"
-    same_chunks = all(g.chunks == p.chunks for g, p in zip(gold, pred))
-    same_pos = all(g.pos == p.pos for g, p in zip(gold, pred))
-    return "pos" if same_chunks and not same_pos else "chunk"
 
 
 def _pct(value: Optional[float]) -> str:
@@ -339,7 +209,7 @@ def tagger_evaluate(
         vocabulary = None
         tagger = None
         if model is not None:
-            tagger = _load_tagger(model)
+            tagger = Tagger.load(model)
             vocabulary = tagger.vocabulary
         gold_sents = read_conll(gold, encoding=encoding, require_heads=False)
         pred_sents = read_conll(pred, encoding=encoding, require_heads=False)
@@ -384,19 +254,13 @@ def parse_text_command(
 ) -> None:
     """Raw text to dependency trees: split, tokenise, tag, parse; CoNLL-U out."""
     try:
-        tagger = _load_tagger(tagger_model)
+        tagger = Tagger.load(tagger_model)
         parser = Parser.load(parser_model)
-        text, _ = _read_text(input, encoding)
+        text, _ = read_text(input, encoding)
         start = time.perf_counter()
         trees = parse_text(text, tagger, parser)
         seconds = time.perf_counter() - start
-        if out is not None:
-            write_conll(out, trees)
-        else:
-            typer.echo(to_conllu(trees), nl=False)
+        write_output(to_conllu(trees), out)
     except USER_ERRORS as exc:
         fail(str(exc))
-    n_tokens = sum(len(s) for s in trees)
-    typer.echo(f"parsed {len(trees)} sentences ({n_tokens} tokens) in {seconds:.2f} s "
-               f"({n_tokens / max(seconds, 1e-9):.0f} tokens/s)" + (f"; wrote {out}" if out is not None else ""),
-               err=True)
+    report_rate("parsed", trees, seconds, out)

@@ -22,12 +22,16 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from egnlp.corpora import CorpusError, Sentence, dataset_task, load_sentences
+from egnlp.corpora.sentence import BLANK
 from egnlp.features.chain import ChainFeaturizer
 from egnlp.tagger.crf import CRFModel, decode_ids
+from egnlp.tagger.maxent import MaxentModel, training_events
 from egnlp.tagger.model import Tagger
 from egnlp.tagger.problem import TaggingProblem
+from egnlp.training.maxent_problem import MaxentProblem
 from egnlp.training.records import Callback, TrainResult
-from egnlp.training.registry import get_trainer
+from egnlp.training.registry import MAXENT, Trainer, get_trainer, make_config
 
 # Regularisation constant of the CRF tagger when none is given (the primal is
 # sum_i loss_i + C/2 ||w||^2, a sum over sentences).  Chosen by a dev sweep on
@@ -37,6 +41,11 @@ from egnlp.training.registry import get_trainer
 # Smaller C converges more slowly (C = 1 on 3,000 sentences: relative gap 0.13
 # after 45 passes; C = 2: 1e-3; C = 4: converged after 37).
 DEFAULT_C = 1.0
+
+# The maxent tagger's prior variance when none is given (Huang et al. 2010, Sec. 5.1: sigma^2 = 10);
+# its trainers take C = 1 / sigma^2.  Their pass limit and tolerance when none is given.
+DEFAULT_SIGMA2 = 10.0
+MAXENT_DEFAULTS = {"max_passes": 100, "tol": 1e-5}
 
 # A per-pass scorer for dev records: given the featurizer fitted on the training data,
 # a function of the weights (n_features,) returning the score recorded after every pass.
@@ -61,13 +70,52 @@ def accuracy_scorer(featurizer: ChainFeaturizer, tokens: Sequence[Sequence[str]]
     return score
 
 
-def label_columns(sentences: Sequence, column: str = "pos"):
+def label_columns(sentences: Sequence[Sentence], column: str = "pos"):
     """(tokens, labels, POS input or None) of tagged sentences: a chunker's labels are the
     chunk column and it reads the POS column; a POS tagger reads words only."""
     tokens = [s.forms for s in sentences]
     if column == "chunk":
         return tokens, [s.chunks for s in sentences], [s.pos for s in sentences]
     return tokens, [s.pos for s in sentences], None
+
+
+def tagged_columns(sentences: Sequence[Sentence], column: str, what: str = "training"):
+    """:func:`label_columns` of a training or dev set (``what``) after checking that every token
+    carries the labels it needs: a tag in ``column`` (``_`` is no tag) and, for a chunker, a POS tag.
+
+    Raises:
+        CorpusError: no sentences, or a token without a needed tag (naming its file and line).
+    """
+    if not sentences:
+        raise CorpusError(f"the {what} set has no sentences")
+    role = "a chunker trains on these tags" if column == "chunk" else "a POS tagger trains on these tags"
+    check_tags(sentences, column, role)
+    if column == "chunk":
+        check_tags(sentences, "pos", "a chunker reads the POS column")
+    return label_columns(sentences, column)
+
+
+def check_tags(sentences: Sequence[Sentence], column: str, role: str) -> None:
+    """Every token of every sentence has a tag in ``column`` (``pos`` or ``chunk``; ``_`` is no tag).
+
+    Raises:
+        CorpusError: naming the sentence's file and line, and ``role`` (why the tag is needed).
+    """
+    for number, s in enumerate(sentences, start=1):
+        where = f"{s.source}:{s.line}" if s.source and s.source != "<string>" else f"sentence {number}"
+        tags = s.pos if column == "pos" else s.chunks
+        if tags is None:
+            raise CorpusError(f"{where}: no chunk column (11th column); {role}")
+        for k, tag in enumerate(tags):
+            if tag == BLANK:
+                raise CorpusError(f"{where}: token {k + 1} has no {column.upper()} tag ('_'); {role}")
+
+
+def dataset_columns(name: str, split: str, limit: int | None = None):
+    """(tokens, labels, POS input or None) of the non-empty sentences of a data set's split (the
+    first ``limit`` of them), labelled with the data set's task column (chunks for a chunking set)."""
+    sentences = [s for s in load_sentences(name, split) if len(s)][:limit]
+    return label_columns(sentences, "chunk" if dataset_task(name) == "chunk" else "pos")
 
 
 def _non_empty(tokens_list, labels, pos):
@@ -84,7 +132,7 @@ def _non_empty(tokens_list, labels, pos):
 def train_crf_tagger(train_sentences_tokens: Sequence[Sequence[str]], labels: Sequence[Sequence[str]],
                      pos: Sequence[Sequence[str]] | None = None, *, dev: tuple | None = None,
                      dev_scorer: DevScorer | None = None, trainer: str = "eg-ll", column: str | None = None,
-                     all_transitions: bool = False, callbacks: Sequence[Callback] = (),
+                     all_transitions: bool = False, callbacks: Sequence[Callback] = (), state: dict | None = None,
                      **settings) -> tuple[Tagger, TrainResult]:
     """Train a linear-chain CRF on tokenised sentences and their labels.
 
@@ -97,76 +145,113 @@ def train_crf_tagger(train_sentences_tokens: Sequence[Sequence[str]], labels: Se
     ``w -> score`` function recorded as the dev score after every pass (give
     at most one of ``dev`` and ``dev_scorer``).  ``column`` is the Tagger's
     label column (default ``chunk`` with POS input, ``pos`` otherwise).
-    ``settings`` go to the trainer's config; C defaults to
-    :data:`DEFAULT_C`.  Empty sentences are left out of training (they carry
-    no information).
+    ``settings`` go to the trainer's config (see
+    :mod:`egnlp.training.registry`); C defaults to :data:`DEFAULT_C`.
+    ``state`` warm-starts the trainer.  Empty sentences are left out of
+    training (they carry no information).
     """
     if dev is not None and dev_scorer is not None:
         raise ValueError("give dev or dev_scorer, not both")
     tokens, gold, pos_kept = _non_empty(train_sentences_tokens, labels, pos)
     spec = get_trainer(trainer)
-    fields = {f.name for f in dataclasses.fields(spec.config)}
-    if "C" in fields:
-        settings.setdefault("C", DEFAULT_C)
-    config = spec.config(**settings)
+    config = make_config(spec, **{"C": DEFAULT_C, **settings})
+    dev_set = _dev_columns(dev, pos_kept is not None)
 
     start = time.perf_counter()
     featurizer = ChainFeaturizer.fit(tokens, gold, pos_kept, all_transitions=all_transitions)
     problem = TaggingProblem.from_sentences(featurizer, tokens, gold, pos_kept)
     extract_seconds = time.perf_counter() - start
     dev_score = dev_scorer(featurizer) if dev_scorer is not None else None
-    if dev is not None:
-        if len(dev) not in (2, 3):
-            raise ValueError("dev must be (tokens, labels) or (tokens, labels, pos)")
-        dev_tokens, dev_labels = dev[0], dev[1]
-        dev_pos = dev[2] if len(dev) == 3 else None
-        if featurizer.use_pos and dev_pos is None:
-            raise ValueError("a chunker's dev set needs POS tags: (tokens, labels, pos)")
-        dev_score = accuracy_scorer(featurizer, dev_tokens, dev_labels, dev_pos)
-    result = spec.fit(problem, config=config, dev=dev_score, callbacks=tuple(callbacks))
+    if dev_set is not None:
+        dev_score = accuracy_scorer(featurizer, *dev_set)
+    result = spec.fit(problem, config=config, dev=dev_score, callbacks=tuple(callbacks), state=state)
     pf = problem.features
-    info = {
-        "trainer": trainer,
-        "config": dataclasses.asdict(config),
-        "train_sentences": len(tokens),
-        "skipped_empty": len(train_sentences_tokens) - len(tokens),
-        "train_tokens": int(pf.encoded.tok_ptr[-1]),
-        "n_labels": featurizer.n_labels,
-        "n_features": pf.n_features,
-        "n_transition_parts": pf.n_transitions,
-        "n_parts": pf.n_parts,
-        "extract_seconds": extract_seconds,
-        "converged": result.converged,
-        "final": result.final.as_dict(),
-    }
-    vocabulary = {w for toks in tokens for w in toks}
-    return Tagger(CRFModel(featurizer, result.weights), column, info, vocabulary), result
+    info = _training_info(spec, config, result, tokens, len(train_sentences_tokens), extract_seconds,
+                          n_labels=featurizer.n_labels, n_features=pf.n_features,
+                          n_transition_parts=pf.n_transitions, n_parts=pf.n_parts)
+    return Tagger(CRFModel(featurizer, result.weights), column, info, _vocabulary(tokens)), result
 
 
 def train_maxent_tagger(train_sentences_tokens: Sequence[Sequence[str]], labels: Sequence[Sequence[str]],
                         pos: Sequence[Sequence[str]] | None = None, *, dev: tuple | None = None,
-                        trainer: str = "cd", column: str | None = None, callbacks: Sequence = (),
-                        **settings) -> tuple[Tagger, list]:
-    """Train a maxent tagger (:func:`egnlp.tagger.maxent.train_maxent`) and wrap it in a :class:`Tagger`.
+                        trainer: str = "cd", column: str | None = None, sigma2: float = DEFAULT_SIGMA2,
+                        beam: int = 3, cutoff: int = 1, callbacks: Sequence[Callback] = (),
+                        state: dict | None = None, **settings) -> tuple[Tagger, TrainResult]:
+    """Train a Ratnaparkhi-style maxent tagger (:mod:`egnlp.tagger.maxent`) with a maxent trainer.
 
-    ``pos`` makes a chunker, as for :func:`train_crf_tagger`; ``dev`` is
-    ``(tokens, labels)`` or ``(tokens, labels, pos)``; ``settings`` (sigma2,
-    max_passes, tol, seed, beam, ...) go to ``train_maxent``.  Returns the
-    Tagger (with its training vocabulary) and the per-pass records.
+    The trainers (``cd``, the default: Huang et al. 2010, Algorithm 3;
+    ``gis``, ``scgis``, ``lbfgs``) minimise sum_i -log P(y_i | x_i) +
+    ||w||^2 / (2 sigma^2), i.e. C = 1 / ``sigma2``.  ``pos`` makes a
+    chunker, as for :func:`train_crf_tagger`; ``dev`` is ``(tokens,
+    labels)`` or ``(tokens, labels, pos)``, scored (token accuracy of beam
+    decoding, %) after every pass; ``beam`` is the model's beam width;
+    predicates seen in fewer than ``cutoff`` events are dropped.
+    ``settings`` go to the trainer's config (max_passes and tol default to
+    :data:`MAXENT_DEFAULTS`).  Returns the Tagger (with its training
+    vocabulary) and the run's :class:`TrainResult`.
     """
-    from egnlp.tagger.maxent import train_maxent
-
+    if "C" in settings:
+        raise ValueError("the maxent tagger's regularisation is sigma2 (C = 1 / sigma2), not C")
+    if not sigma2 > 0:
+        raise ValueError(f"sigma2 must be positive, not {sigma2}")
     tokens, gold, pos_kept = _non_empty(train_sentences_tokens, labels, pos)
-    if dev is not None and len(dev) == 2:
-        dev = (dev[0], dev[1], None)
+    spec = get_trainer(trainer, MAXENT)
+    config = make_config(spec, **{**MAXENT_DEFAULTS, "C": 1.0 / sigma2, **settings})
+    use_pos = pos_kept is not None
+    dev_set = _dev_columns(dev, use_pos)
+
     start = time.perf_counter()
-    model, history = train_maxent(tokens, gold, pos_kept, trainer=trainer, dev=dev, callbacks=tuple(callbacks),
-                                  **settings)
-    info = {"trainer": trainer, "settings": dict(settings), "train_sentences": len(tokens),
-            "skipped_empty": len(train_sentences_tokens) - len(tokens),
-            "train_tokens": sum(len(t) for t in tokens), "n_labels": len(model.labels),
-            "seconds": time.perf_counter() - start, **dict(getattr(model, "info", {}) or {})}
-    if history:
-        info["final"] = history[-1].as_dict()
-    vocabulary = {w for toks in tokens for w in toks}
-    return Tagger(model, column, info, vocabulary), history
+    events = training_events(tokens, gold, pos_kept, use_pos=use_pos, cutoff=cutoff)
+    problem = MaxentProblem.from_events(events.ev_ptr, events.ev_pred, events.gold, len(events.labels),
+                                        len(events.predicates))
+    extract_seconds = time.perf_counter() - start
+    model = MaxentModel(events.labels, events.predicates, problem.feat_ptr, problem.feat_label,
+                        np.zeros(problem.n_features), use_pos=use_pos, beam=beam)
+    dev_score = maxent_accuracy_scorer(model, *dev_set) if dev_set is not None else None
+    result = spec.fit(problem, config=config, dev=dev_score, callbacks=tuple(callbacks), state=state)
+    model.weights = np.ascontiguousarray(result.weights, dtype=np.float64)
+    info = _training_info(spec, config, result, tokens, len(train_sentences_tokens), extract_seconds,
+                          sigma2=sigma2, cutoff=cutoff, n_labels=problem.n_labels, n_events=problem.n_events,
+                          n_predicates=problem.n_predicates, n_features=problem.n_features)
+    return Tagger(model, column, info, _vocabulary(tokens)), result
+
+
+def maxent_accuracy_scorer(model: MaxentModel, tokens: Sequence[Sequence[str]], labels: Sequence[Sequence[str]],
+                           pos: Sequence[Sequence[str]] | None = None):
+    """A ``w -> token accuracy (%)`` function of beam decoding with ``model``'s features and weights ``w``.
+
+    A label never seen in training counts as an error.
+    """
+    encoded = model.encode(tokens, pos if model.use_pos else None)
+    index = {y: k for k, y in enumerate(model.labels)}
+    gold = np.array([index.get(y, -1) for seq in labels for y in seq], dtype=np.int64)
+
+    def score(w: np.ndarray) -> float:
+        return 100.0 * float(np.mean(model.decode_encoded(encoded, w)[0] == gold)) if gold.size else 0.0
+
+    return score
+
+
+def _dev_columns(dev: tuple | None, use_pos: bool) -> tuple | None:
+    """``(tokens, labels, pos or None)`` of a dev set given as ``(tokens, labels)`` or ``(tokens, labels, pos)``."""
+    if dev is None:
+        return None
+    if len(dev) not in (2, 3):
+        raise ValueError("dev must be (tokens, labels) or (tokens, labels, pos)")
+    pos = dev[2] if len(dev) == 3 else None
+    if use_pos and pos is None:
+        raise ValueError("a chunker's dev set needs POS tags: (tokens, labels, pos)")
+    return dev[0], dev[1], pos
+
+
+def _vocabulary(tokens: Sequence[Sequence[str]]) -> set[str]:
+    """The word forms of the training sentences (for accuracy on unknown words)."""
+    return {w for toks in tokens for w in toks}
+
+
+def _training_info(spec: Trainer, config, result: TrainResult, tokens: Sequence[Sequence[str]], given: int,
+                   extract_seconds: float, **sizes) -> dict:
+    """What a tagger model records of its training: trainer, settings, data and problem sizes, outcome."""
+    return {"trainer": spec.name, "config": dataclasses.asdict(config), "train_sentences": len(tokens),
+            "skipped_empty": given - len(tokens), "train_tokens": sum(len(t) for t in tokens), **sizes,
+            "extract_seconds": extract_seconds, "converged": result.converged, "final": result.final.as_dict()}

@@ -163,3 +163,17 @@ def chunk_scores(gold_tags: Sequence[Sequence[str]], pred_tags: Sequence[Sequenc
                         "precision": tp, "recall": tr, "f1": tf}
     return {"chunks_gold": total_gold, "chunks_pred": total_pred, "chunks_correct": total_correct,
             "precision": precision, "recall": recall, "f1": f1, "by_type": by_type}
+
+
+def choose_column(gold: Sequence[Sentence], pred: Sequence[Sentence]) -> str:
+    """The column to score when none is given: ``chunk`` when both sides have chunk tags, else ``pos``.
+
+    Exception: when the chunk columns are identical and the POS columns
+    differ, the prediction is a POS tagger's output on chunking data (e.g. an
+    export of ``conll2000-pos``), and ``pos`` is scored.
+    """
+    if not all(s.chunks is not None for s in gold) or not all(s.chunks is not None for s in pred):
+        return "pos"
+    same_chunks = all(g.chunks == p.chunks for g, p in zip(gold, pred))
+    same_pos = all(g.pos == p.pos for g, p in zip(gold, pred))
+    return "pos" if same_chunks and not same_pos else "chunk"

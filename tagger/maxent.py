@@ -12,22 +12,25 @@ OpenNLP, as in Huang et al. 2010, Sec. 5.1): unseen pairs would only learn
 negative weights, and keeping them would multiply the feature count by the
 number of labels.  Predicates seen fewer than ``cutoff`` times are dropped.
 
-Training goes through :mod:`egnlp.training.maxent` (CD of Huang et al. 2010,
-Algorithm 3, and the GIS / SCGIS / L-BFGS baselines) on the column-format
-arrays built here (Sec. 4.1).  Decoding is a left-to-right beam search
-(Ratnaparkhi 1996), a Numba kernel.
+This module builds the training events (:func:`training_events`: one event
+per token, its predicate ids and gold label) and decodes.  The application
+layer (:func:`egnlp.tagging.train_maxent_tagger`) turns the events into a
+:class:`egnlp.training.maxent_problem.MaxentProblem` and trains it with the
+coordinate descent of Huang et al. (2010, Algorithm 3) or a baseline.
+Decoding is a left-to-right beam search (Ratnaparkhi 1996), a Numba kernel.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
 from numba import njit
 
-from egnlp.features.predicates import BOS, token_predicates
 from egnlp.corpora.files import pack_strings, unpack_strings
-from egnlp.training.maxent import (MaxentConfig, MaxentData, MaxentRecord, event_scores, get_maxent_trainer)
+from egnlp.features.label_pairs import label_scores
+from egnlp.features.predicates import BOS, token_predicates
 
 MODEL_FORMAT = 2  # 2: predicates as UTF-8 bytes + offsets (1: a fixed-width str array)
 H1 = "y[-1]="
@@ -52,11 +55,26 @@ def _check_corpus(tokens_list, labels_list, pos_list, use_pos: bool) -> None:
             raise ValueError(f"sentence {s}: {len(toks)} tokens but {len(pos_list[s])} POS tags")
 
 
-def build_training_data(tokens_list: Sequence[Sequence[str]], labels_list: Sequence[Sequence[str]],
-                        pos_list: Sequence[Sequence[str]] | None = None, *, use_pos: bool = False,
-                        cutoff: int = 1, predicate_filter: Callable[[str], bool] | None = None
-                        ) -> tuple[list[str], list[str], MaxentData]:
-    """(predicate strings, labels, MaxentData): one event per token, gold tag history.
+@dataclass(frozen=True)
+class TrainingEvents:
+    """One event per training token: the ids of its predicates and its gold label.
+
+    ``predicates`` and ``labels`` name the ids; the predicate ids of event
+    ``i`` are ``ev_pred[ev_ptr[i]:ev_ptr[i+1]]`` (``ev_ptr`` (N+1,) int64),
+    its gold label ``gold[i]`` (N,) int64.
+    """
+
+    predicates: list[str]
+    labels: list[str]
+    ev_ptr: np.ndarray
+    ev_pred: np.ndarray
+    gold: np.ndarray
+
+
+def training_events(tokens_list: Sequence[Sequence[str]], labels_list: Sequence[Sequence[str]],
+                    pos_list: Sequence[Sequence[str]] | None = None, *, use_pos: bool = False,
+                    cutoff: int = 1, predicate_filter: Callable[[str], bool] | None = None) -> TrainingEvents:
+    """The training events of labelled sentences, with the gold tag history.
 
     Predicate ids follow first occurrence; labels are sorted.  Predicates
     occurring in fewer than ``cutoff`` events, or rejected by
@@ -100,8 +118,7 @@ def build_training_data(tokens_list: Sequence[Sequence[str]], labels_list: Seque
         ev_pred = new[new >= 0]
         np.cumsum(np.bincount(event, minlength=len(lengths)), out=ev_ptr[1:])
         names = [p for p, k in zip(names, keep) if k]
-    data = MaxentData.from_events(ev_ptr, ev_pred, np.array(gold, dtype=np.int64), len(labels), len(names))
-    return names, labels, data
+    return TrainingEvents(names, labels, ev_ptr, ev_pred, np.array(gold, dtype=np.int64))
 
 
 # ---------------------------------------------------------------------------
@@ -266,7 +283,7 @@ class MaxentModel:
         if w.shape != self.weights.shape:
             raise ValueError(f"{w.shape} weights for {self.weights.shape[0]} features")
         sent_ptr, tok_ptr, tok_pred = encoded
-        static = event_scores(tok_ptr, tok_pred, self.feat_ptr, self.feat_label, w, len(self.labels))
+        static = label_scores(tok_ptr, tok_pred, self.feat_ptr, self.feat_label, w, len(self.labels))
         return _beam_search(sent_ptr, static, self._hist1, self._hist2, self.feat_ptr, self.feat_label, w, beam)
 
     def decode(self, tokens_list: list[list[str]], pos_list: list[list[str]] | None = None,
@@ -304,53 +321,3 @@ class MaxentModel:
         preds = unpack_strings(arrays["pred_bytes"], arrays["pred_offsets"])
         return cls(meta["labels"], preds, arrays["feat_ptr"], arrays["feat_label"], arrays["weights"],
                    use_pos=bool(meta.get("use_pos", False)), beam=int(meta.get("beam", 3)), info=meta.get("info"))
-
-
-# ---------------------------------------------------------------------------
-# training
-
-
-def train_maxent(tokens_list: Sequence[Sequence[str]], labels_list: Sequence[Sequence[str]],
-                 pos_list: Sequence[Sequence[str]] | None = None, *, trainer: str = "cd", sigma2: float = 10.0,
-                 max_passes: int = 100, tol: float = 1e-5, gtol: float = 0.0, max_seconds: float | None = None,
-                 dev: tuple | None = None, beam: int = 3, cutoff: int = 1, use_pos: bool | None = None,
-                 seed: int | None = None,
-                 callbacks: tuple[Callable[[MaxentRecord], None], ...] = ()) -> tuple[MaxentModel, list[MaxentRecord]]:
-    """Train a maxent tagger; returns the model and one :class:`MaxentRecord` per pass.
-
-    ``use_pos`` (default: ``pos_list is not None``) adds the POS-input
-    predicates (chunking).  ``dev`` = (tokens, labels, pos or None) reports
-    token accuracy of beam decoding after each pass.  ``tol`` / ``gtol`` /
-    ``max_seconds`` / ``seed``: see :class:`egnlp.training.maxent.MaxentConfig`.
-    """
-    use_pos = pos_list is not None if use_pos is None else bool(use_pos)
-    fit = get_maxent_trainer(trainer).fit
-    config = MaxentConfig(sigma2=sigma2, max_passes=max_passes, tol=tol, gtol=gtol, max_seconds=max_seconds,
-                          seed=seed)
-    names, labels, data = build_training_data(tokens_list, labels_list, pos_list, use_pos=use_pos, cutoff=cutoff)
-    model = MaxentModel(labels, names, data.feat_ptr, data.feat_label, np.zeros(data.n_features),
-                        use_pos=use_pos, beam=beam)
-    scorer = None
-    if dev is not None:
-        if len(dev) not in (2, 3):
-            raise ValueError("dev must be (tokens, labels) or (tokens, labels, pos)")
-        dtoks, dlabels = dev[0], dev[1]
-        dpos = dev[2] if len(dev) == 3 else None
-        _check_corpus(dtoks, dlabels, dpos, use_pos)
-        enc = model.encode(dtoks, dpos)
-        lid = {y: k for k, y in enumerate(labels)}
-        gold = np.array([lid.get(y, -1) for seq in dlabels for y in seq], dtype=np.int64)
-
-        def dev_accuracy(w: np.ndarray) -> float:
-            pred = model.decode_encoded(enc, w)[0]
-            return float(np.mean(pred == gold)) if gold.size else 0.0
-
-        scorer = dev_accuracy
-
-    result = fit(data, config=config, dev=scorer, callbacks=tuple(callbacks))
-    model.weights = np.ascontiguousarray(result.weights, dtype=np.float64)
-    final = result.records[-1]
-    model.info = {"trainer": trainer, "sigma2": sigma2, "cutoff": cutoff, "passes": final.passes,
-                  "objective": final.primal, "grad_norm": final.grad_norm, "converged": bool(result.converged),
-                  "n_events": data.n_events, "n_predicates": data.n_predicates, "n_features": data.n_features}
-    return model, result.records

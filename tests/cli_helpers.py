@@ -9,6 +9,7 @@ recognised by ``result.exception`` being the ``SystemExit`` of ``fail()``.
 from __future__ import annotations
 
 import traceback
+from pathlib import Path
 
 from typer.testing import CliRunner, Result
 
@@ -32,6 +33,13 @@ def describe(result: Result) -> str:
 
 def assert_ok(result: Result) -> None:
     assert result.exit_code == 0, describe(result)
+
+
+def ok_output(outcome: tuple[Result, Path]) -> Path:
+    """The file a successful command wrote, from a ``(result, path)`` pair."""
+    result, path = outcome
+    assert_ok(result)
+    return path
 
 
 def error_line(result: Result) -> str:

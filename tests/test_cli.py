@@ -29,7 +29,7 @@ from egnlp.corpora.sentence import COL9, COL10, DEPREL, HEAD, find_cycle, is_pro
 from egnlp.parser.evaluate import attachment_scores
 from egnlp.parser.model import Parser
 
-from cli_helpers import assert_ok, describe, error_line, run
+from cli_helpers import assert_ok, error_line, ok_output, run
 
 N_TRAIN, N_DEV, N_TEST = 150, 60, 40
 PASSES = 2
@@ -94,9 +94,7 @@ def training(files: dict[str, Path]) -> tuple[Result, Path]:
 
 @pytest.fixture(scope="module")
 def model(training: tuple[Result, Path]) -> Path:
-    result, path = training
-    assert_ok(result)
-    return path
+    return ok_output(training)
 
 
 @pytest.fixture(scope="module")

@@ -14,10 +14,30 @@ import numpy as np
 import pytest
 from nltk.corpus import conll2000
 
-from egnlp.tagger.maxent import (BOS, MaxentModel, build_training_data, history_predicates, train_maxent)
 from egnlp.features.predicates import token_predicates
-from egnlp.training.maxent import (MAXENT_TRAINERS, MaxentConfig, MaxentData, fit_cd, fit_lbfgs,
-                             get_maxent_trainer, objective, objective_and_gradient)
+from egnlp.tagger.maxent import BOS, MaxentModel, history_predicates, training_events
+from egnlp.tagging import train_maxent_tagger
+from egnlp.training.coordinate_descent import CDConfig, fit_cd
+from egnlp.training.iterative_scaling import GISConfig, SCGISConfig
+from egnlp.training.maxent_problem import Columns, MaxentProblem, Sums, update_sums
+from egnlp.training.primal import LBFGSConfig, fit_maxent_lbfgs
+from egnlp.training.registry import MAXENT, get_trainer, make_config, trainer_names
+
+CONFIGS = {"cd": CDConfig, "gis": GISConfig, "scgis": SCGISConfig, "lbfgs": LBFGSConfig}
+
+
+def build_problem(*args, **kwargs):
+    """(events, problem) of labelled sentences, as the maxent tagger trains on them."""
+    events = training_events(*args, **kwargs)
+    problem = MaxentProblem.from_events(events.ev_ptr, events.ev_pred, events.gold, len(events.labels),
+                                        len(events.predicates))
+    return events, problem
+
+
+def train_maxent(tokens, labels, pos=None, **settings):
+    """(inner MaxentModel, records) of a maxent tagger trained through the application layer."""
+    tagger, result = train_maxent_tagger(tokens, labels, pos, **settings)
+    return tagger.model, result.records
 
 
 def _pos(split: str, start: int, stop: int):
@@ -29,21 +49,21 @@ def _pos(split: str, start: int, stop: int):
 def tiny():
     """A few hundred tokens, all predicates."""
     toks, tags = _pos("train.txt", 0, 12)
-    return build_training_data(toks, tags)
+    return build_problem(toks, tags)
 
 
 @pytest.fixture(scope="module")
 def small():
-    """100 sentences, all predicates seen at least twice; sigma^2 = 10 as in Sec. 5.1."""
+    """100 sentences, all predicates seen at least twice; sigma^2 = 10 (C = 0.1) as in Sec. 5.1."""
     toks, tags = _pos("train.txt", 0, 100)
-    return build_training_data(toks, tags, cutoff=2)[2]
+    return build_problem(toks, tags, cutoff=2)[1]
 
 
 @pytest.fixture(scope="module")
 def reduced():
     """60 sentences with word, suffix and tag-history predicates only: f^# = 4, so GIS converges in a test."""
     toks, tags = _pos("train.txt", 100, 160)
-    return build_training_data(toks, tags, predicate_filter=lambda p: p.startswith(("lw=", "s2=", "y[")))[2]
+    return build_problem(toks, tags, predicate_filter=lambda p: p.startswith(("lw=", "s2=", "y[")))[1]
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +81,7 @@ def pos_test():
 # --------------------------------------------------------------------------- objective
 
 
-def _dense_objective(names, data: MaxentData, w, sigma2):
+def _dense_objective(data: MaxentProblem, w, C):
     """f(w) from a dense (predicate x label) weight matrix, one event at a time."""
     W = np.zeros((data.n_predicates, data.n_labels))
     W[data.feat_pred, data.feat_label] = w
@@ -69,19 +89,19 @@ def _dense_objective(names, data: MaxentData, w, sigma2):
     for i in range(data.n_events):
         s = W[data.ev_pred[data.ev_ptr[i]:data.ev_ptr[i + 1]]].sum(axis=0)
         total += np.logaddexp.reduce(s) - s[data.labels[i]]
-    return total + w @ w / (2 * sigma2)
+    return total + C * (w @ w) / 2
 
 
 def test_objective_matches_dense_formula(tiny):
-    names, labels, data = tiny
+    events, data = tiny
     w = np.random.default_rng(0).normal(scale=0.7, size=data.n_features)
-    assert objective(data, w, 10.0) == pytest.approx(_dense_objective(names, data, w, 10.0), rel=1e-12)
-    assert objective(data, np.zeros(data.n_features), 10.0) == pytest.approx(data.n_events * np.log(len(labels)))
+    assert data.objective(w, 0.1) == pytest.approx(_dense_objective(data, w, 0.1), rel=1e-12)
+    assert data.objective(np.zeros(data.n_features), 0.1) == pytest.approx(data.n_events * np.log(len(events.labels)))
 
 
 def test_data_layout(tiny):
-    names, labels, data = tiny
-    assert 200 < data.n_events < 400 and len(labels) == data.n_labels
+    events, data = tiny
+    assert 200 < data.n_events < 400 and len(events.labels) == data.n_labels
     # columns are the transpose of rows
     rows = {(i, p) for i in range(data.n_events) for p in data.ev_pred[data.ev_ptr[i]:data.ev_ptr[i + 1]]}
     cols = {(i, p) for p in range(data.n_predicates) for i in data.pr_ev[data.pr_ptr[p]:data.pr_ptr[p + 1]]}
@@ -98,19 +118,19 @@ def test_data_layout(tiny):
 
 
 def test_gradient_matches_finite_differences(tiny):
-    _, _, data = tiny
+    _, data = tiny
     rng = np.random.default_rng(1)
     w = rng.normal(scale=0.5, size=data.n_features)
-    f, g = objective_and_gradient(data, w, 10.0)
-    assert f == pytest.approx(objective(data, w, 10.0), rel=1e-13)
+    f, g = data.objective_and_gradient(w, 0.1)
+    assert f == pytest.approx(data.objective(w, 0.1), rel=1e-13)
     h = 1e-5
     for t in rng.choice(data.n_features, size=40, replace=False):
         e = np.zeros(data.n_features)
         e[t] = h
-        fd = (objective(data, w + e, 10.0) - objective(data, w - e, 10.0)) / (2 * h)
+        fd = (data.objective(w + e, 0.1) - data.objective(w - e, 0.1)) / (2 * h)
         assert fd == pytest.approx(g[t], rel=1e-5, abs=1e-6)
     d = rng.normal(size=data.n_features)
-    fd = (objective(data, w + h * d, 10.0) - objective(data, w - h * d, 10.0)) / (2 * h)
+    fd = (data.objective(w + h * d, 0.1) - data.objective(w - h * d, 0.1)) / (2 * h)
     assert fd == pytest.approx(g @ d, rel=1e-6)
 
 
@@ -118,9 +138,9 @@ def test_gradient_matches_finite_differences(tiny):
 
 
 def test_cd_reaches_lbfgs_optimum_sigma2_10(small):
-    ref = fit_lbfgs(small, config=MaxentConfig(sigma2=10.0, max_passes=1000, tol=0.0, gtol=1e-5))
+    ref = fit_maxent_lbfgs(small, config=LBFGSConfig(C=0.1, max_passes=1000, tol=0.0, gtol=1e-6))
     assert ref.converged
-    cd = fit_cd(small, config=MaxentConfig(sigma2=10.0, max_passes=400, tol=0.0, gtol=3e-3))
+    cd = fit_cd(small, config=CDConfig(C=0.1, max_passes=400, tol=0.0, gtol=3e-3))
     assert cd.converged
     f_star = ref.final.primal
     assert abs(cd.final.primal - f_star) / f_star < 1e-5
@@ -130,22 +150,24 @@ def test_cd_reaches_lbfgs_optimum_sigma2_10(small):
 
 
 def test_all_trainers_reach_the_same_optimum(reduced):
-    config = MaxentConfig(sigma2=1.0, max_passes=3000, tol=0.0, gtol=1e-3)
-    ref = fit_lbfgs(reduced, config=MaxentConfig(sigma2=1.0, max_passes=1000, tol=0.0, gtol=1e-6))
+    ref = fit_maxent_lbfgs(reduced, config=LBFGSConfig(C=1.0, max_passes=1000, tol=0.0, gtol=1e-7))
     f_star = ref.final.primal
     for name in ("cd", "gis", "scgis", "lbfgs"):
-        res = get_maxent_trainer(name).fit(reduced, config=config)
+        trainer = get_trainer(name, MAXENT)
+        gtol = {"gtol": 1e-5} if name == "lbfgs" else {"gtol": 1e-3}  # L-BFGS: max |g_t|; the others: ||g||
+        res = trainer.fit(reduced, config=make_config(trainer, C=1.0, max_passes=3000, tol=0.0, **gtol))
         assert res.converged, name
         assert abs(res.final.primal - f_star) / f_star < 1e-5, name
         assert np.linalg.norm(res.weights - ref.weights) <= 1.0 * (res.final.grad_norm + ref.final.grad_norm), name
         assert np.max(np.abs(res.weights - ref.weights)) < 1e-3, name
-        assert res.final.grad_norm == pytest.approx(np.linalg.norm(objective_and_gradient(reduced, res.weights,
-                                                                                           1.0)[1]))
+        assert res.final.grad_norm == pytest.approx(np.linalg.norm(reduced.objective_and_gradient(res.weights,
+                                                                                                1.0)[1]))
 
 
 @pytest.mark.parametrize("name", ["cd", "gis", "scgis"])
 def test_objective_never_increases(small, name):
-    res = get_maxent_trainer(name).fit(small, config=MaxentConfig(max_passes=25, tol=0.0))
+    trainer = get_trainer(name, MAXENT)
+    res = trainer.fit(small, config=make_config(trainer, max_passes=25, tol=0.0))
     f = np.array([r.primal for r in res.records])
     assert len(f) == 26 and f[-1] < 0.2 * f[0]
     assert np.all(np.diff(f) <= 1e-12 * np.abs(f[1:]))
@@ -153,19 +175,19 @@ def test_objective_never_increases(small, name):
 
 def test_cd_steps_satisfy_sufficient_decrease(tiny):
     """Replay every accepted CD step on the exact objective: A'(0) is the gradient, and (35) holds."""
-    _, _, data = tiny
-    config = MaxentConfig(sigma2=10.0, max_passes=3, tol=0.0)
-    res = fit_cd(data, config=config, record_steps=10 ** 6)
+    _, data = tiny
+    config = CDConfig(C=0.1, max_passes=3, tol=0.0, record_steps=10 ** 6)
+    res = fit_cd(data, config=config)
     steps_t, steps_z = res.state["steps_t"], res.state["steps_z"]
     steps_g, by_bound = res.state["steps_grad"], res.state["steps_by_bound"]
     assert steps_t.size > 2 * data.n_features  # nearly every feature moves in each pass
     assert 0 < by_bound.sum() < by_bound.size  # both the bound (38) and the exact test (35) accepted steps
     w = np.zeros(data.n_features)
-    f, g = objective_and_gradient(data, w, config.sigma2)
+    f, g = data.objective_and_gradient(w, config.C)
     for t, z, gp in zip(steps_t, steps_z, steps_g):
         assert gp == pytest.approx(g[t], rel=1e-6, abs=1e-6)  # S, T drift a little within a pass
         w[t] += z
-        f_new, g = objective_and_gradient(data, w, config.sigma2)
+        f_new, g = data.objective_and_gradient(w, config.C)
         assert f_new - f <= config.gamma * z * gp + 1e-10 * abs(f)
         assert z * gp < 0
         f = f_new
@@ -179,12 +201,11 @@ def test_sum_update_keeps_a_dominant_label_alive():
     e^z - 1 rounds to -1 there, so the update S + S (e^z - 1) made S exactly 0
     and that label's probability could never grow again.
     """
-    from egnlp.training.maxent import _update_sums
-
     S = np.array([[1.0], [1e-30]])  # (labels, events)
     T = np.array([1.0])
     one = np.array([0], dtype=np.int64)
-    _update_sums(0, -60.0, one, one, np.array([0, 1], dtype=np.int64), np.array([0], dtype=np.int32), S, T)
+    update_sums(0, -60.0, Columns(one, one, np.array([0, 1], dtype=np.int64), np.array([0], dtype=np.int32)),
+                Sums(S, T))
     p = np.exp(-60.0) / (np.exp(-60.0) + 1e-30)
     assert S[0, 0] / T[0] == pytest.approx(p, rel=1e-12)
     assert S[1, 0] / T[0] == pytest.approx(1 - p, rel=1e-9)
@@ -193,37 +214,51 @@ def test_sum_update_keeps_a_dominant_label_alive():
 def test_cd_on_full_conll2000_pos_decreases_the_objective():
     """The whole conll2000-pos training set (190,717 events): pass 2 once tripled f by the fault above."""
     toks, tags = _pos("train.txt", 0, None)
-    data = build_training_data(toks[:8042], tags[:8042])[2]
-    res = fit_cd(data, config=MaxentConfig(max_passes=3, tol=0.0))
+    data = build_problem(toks[:8042], tags[:8042])[1]
+    res = fit_cd(data, config=CDConfig(max_passes=3, tol=0.0))
     f = np.array([r.primal for r in res.records])
     assert int(res.state["failed_pass"]) == 0 and len(f) == 4
     assert np.all(np.diff(f) < 0) and f[-1] < 0.4 * f[1]
 
 
 def test_stopping_rules_and_records(small):
-    res = fit_cd(small, config=MaxentConfig(max_passes=200, tol=1e-3))
-    assert res.converged and res.final.rel_change <= 1e-3 < res.records[-2].rel_change
+    res = fit_cd(small, config=CDConfig(max_passes=200, tol=1e-3))
+    f = [r.primal for r in res.records]
+    change = [(a - b) / max(abs(b), 1.0) for a, b in zip(f, f[1:])]
+    assert res.converged and change[-1] <= 1e-3 < change[-2]
     assert [r.passes for r in res.records] == list(range(len(res.records)))
+    assert [r.eff_iters for r in res.records] == list(range(len(res.records)))
     assert all(b.seconds >= a.seconds for a, b in zip(res.records, res.records[1:]))
+    assert all(r.dual is None and r.gap is None and r.C == 0.1 for r in res.records)
     seen = []
-    res = fit_lbfgs(small, config=MaxentConfig(max_passes=5, tol=0.0), callbacks=(seen.append,),
-                    dev=lambda w: float(np.abs(w).sum()))
+    res = fit_maxent_lbfgs(small, config=LBFGSConfig(C=0.1, max_passes=5, tol=0.0), callbacks=(seen.append,),
+                           dev=lambda w: float(np.abs(w).sum()))
     assert not res.converged and len(res.records) == 6 and seen == res.records
     assert seen[0].dev == 0.0 and seen[-1].dev == pytest.approx(np.abs(res.weights).sum())
 
 
 def test_registry_and_validation(small):
-    assert set(MAXENT_TRAINERS) == {"cd", "gis", "scgis", "lbfgs"}
-    with pytest.raises(ValueError, match="unknown maxent trainer 'x'; trainers: cd, gis, scgis, lbfgs"):
-        get_maxent_trainer("x")
-    for bad in ({"sigma2": 0.0}, {"max_passes": -1}, {"tol": -1.0}, {"beta": 1.0}, {"gamma": 0.5}):
+    assert trainer_names(MAXENT) == ["cd", "gis", "scgis", "lbfgs"]
+    for name, config in CONFIGS.items():
+        assert get_trainer(name, MAXENT).config is config and not get_trainer(name, MAXENT).has_dual
+    with pytest.raises(ValueError, match="unknown trainer 'x'; trainers: cd, gis, scgis, lbfgs"):
+        get_trainer("x", MAXENT)
+    with pytest.raises(ValueError, match="unknown trainer 'cd' \\('cd' trains maxent problems\\)"):
+        get_trainer("cd")
+    for bad in ({"C": 0.0}, {"max_passes": -1}, {"tol": -1.0}, {"gtol": -1.0}, {"beta": 1.0}, {"gamma": 0.5}):
         with pytest.raises(ValueError):
-            MaxentConfig(**bad)
+            CDConfig(**bad)
+    with pytest.raises(ValueError, match="newton"):
+        SCGISConfig(newton_iters=0)
+    with pytest.raises(ValueError, match="no setting beta"):
+        make_config(get_trainer("gis", MAXENT), beta=0.5)
     with pytest.raises(ValueError, match="weights"):
-        objective(small, np.zeros(3), 10.0)
+        small.objective(np.zeros(3), 0.1)
     with pytest.raises(ValueError, match="labels"):
-        MaxentData.from_events(np.array([0, 1]), np.array([0]), np.array([5]), 3, 1)
-    with pytest.raises(ValueError, match="unknown maxent trainer"):
+        MaxentProblem.from_events(np.array([0, 1]), np.array([0]), np.array([5]), 3, 1)
+    with pytest.raises(ValueError, match="MaxentProblem"):
+        fit_cd(object())
+    with pytest.raises(ValueError, match="unknown trainer 'sgd'"):
         train_maxent([["a"]], [["X"]], trainer="sgd")
     with pytest.raises(ValueError, match="labels"):
         train_maxent([["a", "b"]], [["X"]])

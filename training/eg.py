@@ -34,8 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from egnlp.features.csr import add_sparse
-from egnlp.training.problem import StructuredProblem, loss_augmented_examples, scored_examples
-from egnlp.training.records import Callback, DevScorer, Recorder, TrainResult
+from egnlp.training.problem import StructuredProblem, hinge, loss_augmented_examples, scored_examples
+from egnlp.training.records import Callback, DevScorer, Recorder, TrainResult, check_budget
 
 
 # Default starts: theta = -k e, the gold structure favoured by k per wrong part.
@@ -90,12 +90,7 @@ class EGConfig:
         return self.C if extra < 1e-4 else self.C * (1.0 + extra)
 
     def __post_init__(self) -> None:
-        if not self.C > 0:
-            raise ValueError(f"C must be positive, not {self.C}")
-        if self.max_passes < 0:
-            raise ValueError(f"the pass limit must be >= 0, not {self.max_passes}")
-        if not self.tol >= 0:
-            raise ValueError(f"the tolerance must be >= 0, not {self.tol}")
+        check_budget(C=self.C, max_passes=self.max_passes, tol=self.tol, max_seconds=self.max_seconds)
         if not 0 < self.eta_init:
             raise ValueError(f"the initial learning rate must be positive, not {self.eta_init}")
         if self.revisit_max < 0 or not self.revisit_share > 0:
@@ -232,9 +227,8 @@ class _EGRun:
                 self.example_gap[i] = self.term[i] - (float(self.mu[lo:hi] @ s) - log_z)
         else:
             for i, lo, hi, s, z in loss_augmented_examples(self.problem, self.W / self.C):
-                aug = s + loss[lo:hi]
-                total += float(z @ aug) - float(s @ self.problem.gold[lo:hi])
-                self.example_gap[i] = float((z - self.mu[lo:hi]) @ aug)
+                total += hinge(self.problem, lo, hi, s, z)
+                self.example_gap[i] = float((z - self.mu[lo:hi]) @ (s + loss[lo:hi]))
         return total + float(self.W @ self.W) / (2.0 * self.C)
 
     def pass_order(self, rng: np.random.Generator) -> np.ndarray:
@@ -288,7 +282,7 @@ def fit_eg(problem: StructuredProblem, objective: str = "ll", batch: bool = Fals
 
     converged = record(0)
     for p in range(1, config.max_passes + 1):
-        if converged or (config.max_seconds is not None and rec.seconds >= config.max_seconds):
+        if converged or rec.out_of_time(config.max_seconds):
             break
         run.C = config.C_at(p)
         start = time.perf_counter()

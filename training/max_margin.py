@@ -17,19 +17,8 @@ import numpy as np
 from numba import njit
 
 from egnlp.features.csr import add_sparse
-from egnlp.training.problem import StructuredProblem, loss_augmented_examples
-from egnlp.training.records import Callback, DevScorer, Recorder, TrainResult
-
-
-def _check(C: float, max_passes: int, tol: float, max_seconds: float | None) -> None:
-    if not C > 0:
-        raise ValueError(f"C must be positive, not {C}")
-    if max_passes < 0:
-        raise ValueError(f"the pass limit must be >= 0, not {max_passes}")
-    if not tol >= 0:
-        raise ValueError(f"the tolerance must be >= 0, not {tol}")
-    if max_seconds is not None and not max_seconds > 0:
-        raise ValueError(f"the time limit must be positive, not {max_seconds}")
+from egnlp.training.problem import StructuredProblem, hinge, loss_augmented_examples, max_margin_primal
+from egnlp.training.records import Callback, DevScorer, Recorder, TrainResult, check_budget
 
 
 @dataclass(frozen=True)
@@ -44,7 +33,7 @@ class BCFWConfig:
     max_seconds: float | None = None
 
     def __post_init__(self) -> None:
-        _check(self.C, self.max_passes, self.tol, self.max_seconds)
+        check_budget(C=self.C, max_passes=self.max_passes, tol=self.tol, max_seconds=self.max_seconds)
         if self.order not in ("random", "cyclic"):
             raise ValueError(f"order must be 'random' or 'cyclic', not {self.order!r}")
 
@@ -78,16 +67,13 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
 
     def record(passes: int) -> bool:
         w = W / C
-        primal = 0.5 * C * float(w @ w)
-        for _, lo, hi, s, z in loss_augmented_examples(problem, w):
-            primal += float(z @ (s + loss[lo:hi])) - float(s @ problem.gold[lo:hi])
         dual = -float(mu @ loss) + float(W @ W) / (2.0 * C)
-        r = rec.record(passes, w, primal, dual, C)
+        r = rec.record(passes, w, max_margin_primal(problem, w, C), dual, C)
         return r.rel_gap <= config.tol
 
     converged = record(0)
     for p in range(1, config.max_passes + 1):
-        if converged or (config.max_seconds is not None and rec.seconds >= config.max_seconds):
+        if converged or rec.out_of_time(config.max_seconds):
             break
         start = time.perf_counter()
         order = rng.permutation(n) if config.order == "random" else np.arange(n)
@@ -125,7 +111,7 @@ class CuttingPlaneConfig:
     max_seconds: float | None = None
 
     def __post_init__(self) -> None:
-        _check(self.C, self.max_passes, self.tol, self.max_seconds)
+        check_budget(C=self.C, max_passes=self.max_passes, tol=self.tol, max_seconds=self.max_seconds)
         if not self.qp_tol > 0 or self.forget_after < 1:
             raise ValueError("qp_tol must be positive and forget_after >= 1")
 
@@ -200,15 +186,15 @@ def fit_cutting_plane(problem: StructuredProblem, *, config: CuttingPlaneConfig 
         primal = 0.5 * C * float(w @ w)
         b_new = 0.0
         for i, lo, hi, s, z in loss_augmented_examples(problem, w):
-            primal += float(z @ (s + loss[lo:hi])) - float(s @ problem.gold[lo:hi])
+            primal += hinge(problem, lo, hi, s, z)
             b_new += float(z @ loss[lo:hi])
             pf.scatter(lo, hi, problem.gold[lo:hi] - z, a)
         if p > 0:
             rec.visits += n
         rec.seconds += time.perf_counter() - start
         r = rec.record(p, w, primal, dual, C)
-        if (r.rel_gap is not None and r.rel_gap <= config.tol) or p == config.max_passes or (
-                config.max_seconds is not None and rec.seconds >= config.max_seconds):
+        if (r.rel_gap is not None and r.rel_gap <= config.tol) or p == config.max_passes or \
+                rec.out_of_time(config.max_seconds):
             converged = r.rel_gap is not None and r.rel_gap <= config.tol
             break
         start = time.perf_counter()

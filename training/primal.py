@@ -2,29 +2,25 @@
 
 Both minimise the log-linear primal sum_i [log Z_i(w) - w . phi(x_i, y_i)]
 + C/2 ||w||^2 directly, with gradients from the problem's marginals; they
-have no dual, so their records carry the primal only.  They are the
-comparison of Collins et al. (2008), Sec. 7.1.3 (SGD) and 7.1.4 (L-BFGS).
+have no dual, so their records carry the primal only (and L-BFGS the norm of
+its gradient).  They are the comparison of Collins et al. (2008), Sec. 7.1.3
+(SGD) and 7.1.4 (L-BFGS).  L-BFGS also trains the maxent tagger, whose
+objective is the same primal with one event per example
+(:mod:`egnlp.training.maxent_problem`).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 from numba import njit
 
+from egnlp.training.maxent_problem import MaxentProblem
 from egnlp.training.problem import StructuredProblem, log_linear_gradient, log_linear_primal
-from egnlp.training.records import Callback, DevScorer, Recorder, TrainResult
-
-
-def _check(C: float, max_passes: int, max_seconds: float | None) -> None:
-    if not C > 0:
-        raise ValueError(f"C must be positive, not {C}")
-    if max_passes < 0:
-        raise ValueError(f"the pass limit must be >= 0, not {max_passes}")
-    if max_seconds is not None and not max_seconds > 0:
-        raise ValueError(f"the time limit must be positive, not {max_seconds}")
+from egnlp.training.records import Callback, DevScorer, Recorder, TrainResult, check_budget
 
 
 def _start(problem: StructuredProblem, state: dict | None) -> np.ndarray:
@@ -37,68 +33,97 @@ def _start(problem: StructuredProblem, state: dict | None) -> np.ndarray:
 
 @dataclass(frozen=True)
 class LBFGSConfig:
-    """Settings of L-BFGS on the log-linear primal.
+    """Settings of L-BFGS on a smooth primal (the log-linear objective of a structured problem or of maxent).
 
     ``max_passes`` bounds the L-BFGS iterations; ``tol`` is scipy's
-    ``ftol`` (relative decrease of the objective between iterations).
+    ``ftol``, the relative decrease of the objective between iterations
+    ``(f_k - f_k+1) / max(|f_k|, |f_k+1|, 1)`` at which it stops; ``gtol``
+    stops it when the largest absolute gradient entry is at most that
+    (0: never); ``memory`` is the number of correction pairs kept.
     """
 
     C: float = 20.0
     max_passes: int = 500
     tol: float = 1e-10
+    gtol: float = 0.0
     memory: int = 10
     max_seconds: float | None = None
 
     def __post_init__(self) -> None:
-        _check(self.C, self.max_passes, self.max_seconds)
-        if not self.tol >= 0 or self.memory < 1:
-            raise ValueError("tol must be >= 0 and memory >= 1")
+        check_budget(C=self.C, max_passes=self.max_passes, tol=self.tol, max_seconds=self.max_seconds)
+        if not self.gtol >= 0 or self.memory < 1:
+            raise ValueError("gtol must be >= 0 and memory >= 1")
+
+
+def minimize_lbfgs(value_and_grad: Callable[[np.ndarray], tuple[float, np.ndarray]], w0: np.ndarray,
+                   n_examples: int, config: LBFGSConfig, dev: DevScorer | None,
+                   callbacks: tuple[Callback, ...]) -> TrainResult:
+    """scipy's L-BFGS-B (Liu and Nocedal 1989) on ``value_and_grad(w) -> (f(w), grad f(w))`` from ``w0``.
+
+    Every evaluation of the objective and gradient counts as one effective
+    iteration (one pass over the ``n_examples`` examples); a record is
+    written after every L-BFGS iteration, at the iterate scipy accepted,
+    with f and the gradient norm of its last evaluation there (so recording
+    costs nothing extra).  ``seconds`` is the time between records, scipy's
+    own step included.
+    """
+    from scipy.optimize import minimize  # scipy is only needed by this trainer
+
+    rec = Recorder(n_examples, dev, callbacks)
+    last: dict = {}
+
+    def fun(w: np.ndarray) -> tuple[float, np.ndarray]:
+        rec.visits += n_examples
+        value, grad = value_and_grad(w)
+        last.update(x=w.copy(), value=value, grad=grad)
+        return value, grad
+
+    def record(passes: int, w: np.ndarray) -> None:
+        value, grad = (last["value"], last["grad"]) if np.array_equal(last["x"], w) else value_and_grad(w)
+        rec.record(passes, w, float(value), C=config.C, grad_norm=float(np.linalg.norm(grad)))
+
+    clock = time.perf_counter()
+    fun(w0)
+    rec.seconds += time.perf_counter() - clock
+    record(0, w0)
+    iterations = 0
+
+    def callback(intermediate_result) -> None:
+        nonlocal clock, iterations
+        rec.seconds += time.perf_counter() - clock
+        iterations += 1
+        record(iterations, intermediate_result.x)
+        clock = time.perf_counter()
+        if rec.out_of_time(config.max_seconds):
+            raise StopIteration
+
+    if config.max_passes == 0:
+        return TrainResult(weights=w0, records=rec.records, converged=False, state={"w": w0})
+    clock = time.perf_counter()
+    result = minimize(fun, w0, jac=True, method="L-BFGS-B", callback=callback,
+                      options={"maxiter": config.max_passes, "ftol": config.tol, "gtol": config.gtol,
+                               "maxcor": config.memory, "maxfun": 50 * config.max_passes})
+    w = np.asarray(result.x, dtype=np.float64)
+    converged = bool(result.success) and result.nit < config.max_passes
+    return TrainResult(weights=w, records=rec.records, converged=converged, state={"w": w})
 
 
 def fit_lbfgs(problem: StructuredProblem, *, config: LBFGSConfig = LBFGSConfig(), dev: DevScorer | None = None,
               callbacks: tuple[Callback, ...] = (), state: dict | None = None) -> TrainResult:
-    """scipy's L-BFGS-B on the log-linear primal (Collins et al. 2008, Sec. 7.1.4).
+    """L-BFGS on the log-linear primal of a structured problem (Collins et al. 2008, Sec. 7.1.4),
+    its gradient from the marginals of every example (:func:`minimize_lbfgs`)."""
+    return minimize_lbfgs(lambda w: log_linear_gradient(problem, w, config.C), _start(problem, state),
+                          problem.features.n_examples, config, dev, callbacks)
 
-    Every evaluation of the objective and gradient is one effective
-    iteration (n examples' marginals); a record is written after every
-    L-BFGS iteration, at the iterate scipy accepted.
-    """
-    from scipy.optimize import minimize
 
-    C = config.C
-    rec = Recorder(problem.features.n_examples, dev, callbacks)
-    n = problem.features.n_examples
-    w0 = _start(problem, state)
-    last = {}
-
-    def fun(w):
-        rec.visits += n
-        value, grad = log_linear_gradient(problem, w, C)
-        last["value"] = value
-        return value, grad
-
-    clock = [time.perf_counter()]
-    value0, _ = fun(w0)
-    rec.seconds += time.perf_counter() - clock[0]
-    rec.record(0, w0, value0, C=C)
-    iterations = [0]
-    converged = [False]
-
-    def callback(intermediate_result):
-        rec.seconds += time.perf_counter() - clock[0]
-        iterations[0] += 1
-        rec.record(iterations[0], intermediate_result.x, float(intermediate_result.fun), C=C)
-        clock[0] = time.perf_counter()
-        if config.max_seconds is not None and rec.seconds >= config.max_seconds:
-            raise StopIteration
-
-    clock[0] = time.perf_counter()
-    result = minimize(fun, w0, jac=True, method="L-BFGS-B", callback=callback,
-                      options={"maxiter": config.max_passes, "ftol": config.tol, "gtol": 1e-12,
-                               "maxcor": config.memory, "maxfun": 50 * max(config.max_passes, 1)})
-    w = np.asarray(result.x, dtype=np.float64)
-    converged[0] = bool(result.success) and result.nit < config.max_passes
-    return TrainResult(weights=w, records=rec.records, converged=converged[0], state={"w": w})
+def fit_maxent_lbfgs(problem: MaxentProblem, *, config: LBFGSConfig = LBFGSConfig(C=0.1),
+                     dev: DevScorer | None = None, callbacks: tuple[Callback, ...] = (),
+                     state: dict | None = None) -> TrainResult:
+    """L-BFGS on the maxent objective (the LBFGS baseline of Huang et al. 2010, Sec. 5.1), its value
+    and gradient computed over all events at once (:meth:`MaxentProblem.objective_and_gradient`)."""
+    w = np.zeros(problem.n_features) if not state or state.get("w") is None else problem.check_weights(state["w"])
+    return minimize_lbfgs(lambda v: problem.objective_and_gradient(v, config.C), w, problem.n_examples, config,
+                          dev, callbacks)
 
 
 @dataclass(frozen=True)
@@ -122,7 +147,7 @@ class SGDConfig:
     max_seconds: float | None = None
 
     def __post_init__(self) -> None:
-        _check(self.C, self.max_passes, self.max_seconds)
+        check_budget(C=self.C, max_passes=self.max_passes, max_seconds=self.max_seconds)
         if self.eta0 is not None and not self.eta0 > 0:
             raise ValueError(f"eta0 must be positive, not {self.eta0}")
         if not self.eta0_grid or min(self.eta0_grid) <= 0:
@@ -131,12 +156,16 @@ class SGDConfig:
 
 @njit(cache=True)
 def _sparse_sgd_update(v, ids, vals, count, step, P, B):
-    """v[ids] -= step * vals; the iterate sum S = P + B v is kept unchanged (P[ids] += B step vals)."""
+    """v[ids] -= step * vals; the iterate sum S = P + B v is kept unchanged (P[ids] += B step vals).
+
+    With B = 0 (no averaging yet, or none at all) P is not touched and may be a dummy array.
+    """
     for k in range(count):
         j = ids[k]
         d = step * vals[k]
         v[j] -= d
-        P[j] += B * d
+        if B != 0.0:
+            P[j] += B * d
 
 
 class _SGDRun:
@@ -179,9 +208,7 @@ class _SGDRun:
         self.a /= 1.0 + eta * self.C / n
         if self.a < 1e-3:  # keep v and P within a few orders of w (precision of the sums)
             self._fold()
-        P = self.P if self.average else np.zeros(1)
-        _sparse_sgd_update(self.v, ids, vals, ids.shape[0], eta / self.a, P,
-                           self.B if self.average else 0.0)
+        _sparse_sgd_update(self.v, ids, vals, ids.shape[0], eta / self.a, self.P, self.B)
         self.t += 1
         if self.average and self.t > self.pf.n_examples:  # average from the second pass on
             self.B += self.a
@@ -220,7 +247,7 @@ def fit_sgd(problem: StructuredProblem, *, config: SGDConfig = SGDConfig(), dev:
     rec = Recorder(problem.features.n_examples, dev, callbacks)
     rec.record(0, w0, log_linear_primal(problem, C * w0, C), C=C)
     for p in range(1, config.max_passes + 1):
-        if config.max_seconds is not None and rec.seconds >= config.max_seconds:
+        if rec.out_of_time(config.max_seconds):
             break
         start = time.perf_counter()
         run.run_pass(rng)

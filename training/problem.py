@@ -83,11 +83,17 @@ def loss_augmented_examples(problem: StructuredProblem, w: np.ndarray) -> Iterat
         yield i, lo, hi, s, problem.argmax(i, s + problem.loss[lo:hi])
 
 
+def hinge(problem: StructuredProblem, lo: int, hi: int, s: np.ndarray, z: np.ndarray) -> float:
+    """e(z) - w . (phi(y_i) - phi(z)) for the parts ``lo:hi`` of one example, scores s = w . phi and
+    structure z: with z the loss-augmented argmax, the example's term of the max-margin primal."""
+    return float(z @ (s + problem.loss[lo:hi])) - float(s @ problem.gold[lo:hi])
+
+
 def max_margin_primal(problem: StructuredProblem, w: np.ndarray, C: float) -> float:
     """The max-margin primal sum_i max_y [e(y) - w . (phi(y_i) - phi(y))] + C/2 ||w||^2 (Eq. 5)."""
     total = 0.5 * C * float(w @ w)
     for _, lo, hi, s, z in loss_augmented_examples(problem, w):
-        total += float(z @ (s + problem.loss[lo:hi])) - float(s @ problem.gold[lo:hi])
+        total += hinge(problem, lo, hi, s, z)
     return total
 
 

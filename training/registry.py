@@ -1,4 +1,13 @@
-"""The one registry of trainer names, shared by the CLI and the Python API."""
+"""The one registry of trainer names, shared by the CLI and the Python API.
+
+Every trainer has the same contract: a frozen config dataclass and
+``fit(problem, *, config, dev=None, callbacks=(), state=None) -> TrainResult``
+writing one :class:`~egnlp.training.records.PassRecord` per pass.  A trainer
+trains one kind of problem: ``structured`` (the seam of
+:mod:`egnlp.training.problem`: the parser and the CRF tagger) or ``maxent``
+(:class:`~egnlp.training.maxent_problem.MaxentProblem`: the maxent tagger).
+A name is unique within its kind; ``lbfgs`` exists for both.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +15,15 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from egnlp.training.coordinate_descent import CDConfig, fit_cd
 from egnlp.training.eg import EGConfig, fit_eg_ll, fit_eg_ll_batch, fit_eg_mm, fit_eg_mm_batch
+from egnlp.training.iterative_scaling import GISConfig, SCGISConfig, fit_gis, fit_scgis
 from egnlp.training.max_margin import BCFWConfig, CuttingPlaneConfig, fit_bcfw, fit_cutting_plane
-from egnlp.training.primal import LBFGSConfig, SGDConfig, fit_lbfgs, fit_sgd
+from egnlp.training.primal import LBFGSConfig, SGDConfig, fit_lbfgs, fit_maxent_lbfgs, fit_sgd
+
+STRUCTURED = "structured"
+MAXENT = "maxent"
+PROBLEM_KINDS = (STRUCTURED, MAXENT)
 
 
 @dataclass(frozen=True)
@@ -19,26 +34,52 @@ class Trainer:
     fit: Callable[..., Any]  # fit(problem, *, config, dev=None, callbacks=(), state=None) -> TrainResult
     objective: str  # "ll" (log-linear) or "mm" (max-margin)
     has_dual: bool  # records carry a dual value and a duality gap
+    problem: str = STRUCTURED  # the kind of problem it trains
 
 
-TRAINERS: dict[str, Trainer] = {
-    "eg-ll": Trainer("eg-ll", "online exponentiated gradient on the log-linear (CRF) dual "
-                     "(Collins et al. 2008, Fig. 3, adaptive rate of Sec. 7)", EGConfig, fit_eg_ll, "ll", True),
-    "eg-ll-batch": Trainer("eg-ll-batch", "batch exponentiated gradient on the log-linear dual "
-                           "(Collins et al. 2008, Fig. 1)", EGConfig, fit_eg_ll_batch, "ll", True),
-    "eg-mm": Trainer("eg-mm", "online exponentiated gradient on the max-margin (M3N) dual "
-                     "(Bartlett et al. 2004; Collins et al. 2008, Sec. 8)", EGConfig, fit_eg_mm, "mm", True),
-    "eg-mm-batch": Trainer("eg-mm-batch", "batch exponentiated gradient on the max-margin dual",
-                           EGConfig, fit_eg_mm_batch, "mm", True),
-    "lbfgs": Trainer("lbfgs", "L-BFGS (scipy) on the log-linear primal (Collins et al. 2008, Sec. 7.1.4)",
-                     LBFGSConfig, fit_lbfgs, "ll", False),
-    "sgd": Trainer("sgd", "stochastic gradient descent on the log-linear primal, eta0 / (1 + t/n) "
-                   "(Collins et al. 2008, Sec. 7.1.3)", SGDConfig, fit_sgd, "ll", False),
-    "cutting-plane": Trainer("cutting-plane", "one-slack cutting-plane method of SVM-Struct on the max-margin "
-                             "objective", CuttingPlaneConfig, fit_cutting_plane, "mm", True),
-    "bcfw": Trainer("bcfw", "block-coordinate Frank-Wolfe on the max-margin dual (Lacoste-Julien et al. 2013)",
-                    BCFWConfig, fit_bcfw, "mm", True),
-}
+TRAINERS: tuple[Trainer, ...] = (
+    Trainer("eg-ll", "online exponentiated gradient on the log-linear (CRF) dual "
+            "(Collins et al. 2008, Fig. 3, adaptive rate of Sec. 7)", EGConfig, fit_eg_ll, "ll", True),
+    Trainer("eg-ll-batch", "batch exponentiated gradient on the log-linear dual (Collins et al. 2008, Fig. 1)",
+            EGConfig, fit_eg_ll_batch, "ll", True),
+    Trainer("eg-mm", "online exponentiated gradient on the max-margin (M3N) dual "
+            "(Bartlett et al. 2004; Collins et al. 2008, Sec. 8)", EGConfig, fit_eg_mm, "mm", True),
+    Trainer("eg-mm-batch", "batch exponentiated gradient on the max-margin dual", EGConfig, fit_eg_mm_batch,
+            "mm", True),
+    Trainer("lbfgs", "L-BFGS (scipy) on the log-linear primal (Collins et al. 2008, Sec. 7.1.4)",
+            LBFGSConfig, fit_lbfgs, "ll", False),
+    Trainer("sgd", "stochastic gradient descent on the log-linear primal, eta0 / (1 + t/n) "
+            "(Collins et al. 2008, Sec. 7.1.3)", SGDConfig, fit_sgd, "ll", False),
+    Trainer("cutting-plane", "one-slack cutting-plane method of SVM-Struct on the max-margin objective",
+            CuttingPlaneConfig, fit_cutting_plane, "mm", True),
+    Trainer("bcfw", "block-coordinate Frank-Wolfe on the max-margin dual (Lacoste-Julien et al. 2013)",
+            BCFWConfig, fit_bcfw, "mm", True),
+    Trainer("cd", "coordinate descent with one Newton step and line search "
+            "(Huang et al. 2010, Algorithm 3, Sec. 3.2.1)", CDConfig, fit_cd, "ll", False, MAXENT),
+    Trainer("gis", "generalized iterative scaling with a Gaussian prior (Huang et al. 2010, Table 1)",
+            GISConfig, fit_gis, "ll", False, MAXENT),
+    Trainer("scgis", "sequential conditional GIS with a Gaussian prior (Goodman 2002; Huang et al. 2010, "
+            "Table 1)", SCGISConfig, fit_scgis, "ll", False, MAXENT),
+    Trainer("lbfgs", "L-BFGS (scipy L-BFGS-B) on the maxent objective (Huang et al. 2010, Sec. 5.1)",
+            LBFGSConfig, fit_maxent_lbfgs, "ll", False, MAXENT),
+)
+
+
+def trainer_names(problem: str = STRUCTURED) -> list[str]:
+    """The names of the trainers of one problem kind, in registry order."""
+    return [t.name for t in TRAINERS if t.problem == problem]
+
+
+def get_trainer(name: str, problem: str = STRUCTURED) -> Trainer:
+    """The trainer ``name`` of problem kind ``problem``; ValueError naming the choices otherwise."""
+    if problem not in PROBLEM_KINDS:
+        raise ValueError(f"unknown problem kind '{problem}'; kinds: {', '.join(PROBLEM_KINDS)}")
+    for trainer in TRAINERS:
+        if trainer.name == name and trainer.problem == problem:
+            return trainer
+    other = [t.problem for t in TRAINERS if t.name == name]
+    hint = f" ('{name}' trains {other[0]} problems)" if other else ""
+    raise ValueError(f"unknown trainer '{name}'{hint}; trainers: {', '.join(trainer_names(problem))}")
 
 
 def make_config(trainer: Trainer, **settings):
@@ -49,10 +90,3 @@ def make_config(trainer: Trainer, **settings):
         raise ValueError(f"trainer '{trainer.name}' has no setting {', '.join(unknown)}; "
                          f"its settings: {', '.join(sorted(fields))}")
     return trainer.config(**settings)
-
-
-def get_trainer(name: str) -> Trainer:
-    try:
-        return TRAINERS[name]
-    except KeyError:
-        raise ValueError(f"unknown trainer '{name}'; trainers: {', '.join(TRAINERS)}") from None
