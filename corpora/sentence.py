@@ -22,6 +22,7 @@ CHUNK = 10  # the optional 11th column: chunk tag
 N_COLUMNS = 10
 N_CHUNK_COLUMNS = 11
 BLANK = "_"
+LABEL_COLUMNS = ("pos", "chunk")  # what a tagger predicts: POSTAG (CoNLL-U XPOS) or the chunk column
 
 
 @dataclass
@@ -98,6 +99,12 @@ class Sentence:
         if not self.rows or len(self.rows[0]) <= CHUNK:
             return None
         return [row[CHUNK] for row in self.rows]
+
+    def labels(self, column: str) -> list[str] | None:
+        """The tags of one of :data:`LABEL_COLUMNS`: :attr:`pos` or :attr:`chunks` (None without a chunk column)."""
+        if column not in LABEL_COLUMNS:
+            raise ValueError(f"column must be one of {', '.join(LABEL_COLUMNS)}, not {column!r}")
+        return self.pos if column == "pos" else self.chunks
 
     def lines(self) -> list[str]:
         """The sentence's lines in file order, without line terminators."""

@@ -27,7 +27,8 @@ from egnlp.inputs import STDIN, read_text, training_sets
 from egnlp.parser.model import Parser
 from egnlp.pipeline import parse_text, slash_text, text_sentences, to_conllu, tokens_sentence
 from egnlp.tagger.evaluate import choose_column, tag_scores
-from egnlp.tagger.model import COLUMNS, Tagger
+from egnlp.corpora.sentence import LABEL_COLUMNS
+from egnlp.tagger.model import Tagger
 from egnlp.tagging import check_tags, tagged_columns
 from egnlp.training.registry import MAXENT, STRUCTURED, get_trainer, trainer_names
 
@@ -81,7 +82,7 @@ def tagger_train(
     try:
         _choice(model, MODEL_KINDS, "--model")
         if column is not None:
-            _choice(column, COLUMNS, "--column")
+            _choice(column, LABEL_COLUMNS, "--column")
         trainer = trainer or DEFAULT_TRAINER[model]
         spec, settings = _trainer_settings(model, trainer, C=C, sigma2=sigma2, passes=passes, tol=tol,
                                            max_seconds=max_seconds, seed=seed, beam=beam)
@@ -205,7 +206,7 @@ def tagger_evaluate(
     """Token accuracy, unknown-word accuracy and (IOB tags) conlleval chunk precision/recall/F1."""
     try:
         if column is not None:
-            _choice(column, COLUMNS, "--column")
+            _choice(column, LABEL_COLUMNS, "--column")
         vocabulary = None
         tagger = None
         if model is not None:

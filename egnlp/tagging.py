@@ -103,7 +103,7 @@ def check_tags(sentences: Sequence[Sentence], column: str, role: str) -> None:
     """
     for number, s in enumerate(sentences, start=1):
         where = f"{s.source}:{s.line}" if s.source and s.source != "<string>" else f"sentence {number}"
-        tags = s.pos if column == "pos" else s.chunks
+        tags = s.labels(column)
         if tags is None:
             raise CorpusError(f"{where}: no chunk column (11th column); {role}")
         for k, tag in enumerate(tags):

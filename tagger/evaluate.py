@@ -23,10 +23,10 @@ from collections import Counter
 from typing import Collection, Sequence
 
 from egnlp.corpora import CorpusError, Sentence
+from egnlp.corpora.sentence import LABEL_COLUMNS
 
 __all__ = ["chunks", "is_iob", "prf", "tag_scores"]
 
-COLUMNS = ("pos", "chunk")
 
 
 def is_iob(tag: str) -> bool:
@@ -65,9 +65,7 @@ def prf(correct: int, predicted: int, gold: int) -> tuple[float, float, float]:
 
 
 def _labels(sentence: Sentence, column: str, which: str, number: int) -> list[str]:
-    if column == "pos":
-        return sentence.pos
-    tags = sentence.chunks
+    tags = sentence.labels(column)
     if tags is None and len(sentence):
         raise CorpusError(f"{_where(sentence, which, number)}: no chunk column (11th column) to score")
     return tags or []
@@ -98,8 +96,8 @@ def tag_scores(gold_sentences: Sequence[Sentence], pred_sentences: Sequence[Sent
             names the sentence.
         ValueError: an unknown column, or a chunk tag that is not IOB.
     """
-    if column not in COLUMNS:
-        raise ValueError(f"column must be one of {', '.join(COLUMNS)}, not {column!r}")
+    if column not in LABEL_COLUMNS:
+        raise ValueError(f"column must be one of {', '.join(LABEL_COLUMNS)}, not {column!r}")
     if len(gold_sentences) != len(pred_sentences):
         raise CorpusError(f"gold has {len(gold_sentences)} sentences, prediction {len(pred_sentences)}")
     vocab = None

@@ -25,6 +25,7 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from egnlp.corpora import Sentence
+from egnlp.corpora.sentence import LABEL_COLUMNS
 from egnlp.corpora.files import ModelError, pack_strings, read_npz, unpack_strings, write_npz_atomic
 from egnlp.tagger.crf import CRFModel
 from egnlp.tagger.maxent import MaxentModel
@@ -32,11 +33,10 @@ from egnlp.tagger.text import sentences_and_tokens
 
 FORMAT_VERSION = 1
 MODEL_KIND = "egnlp-tagger"
-COLUMNS = ("pos", "chunk")
 VOCAB_ARRAYS = ("vocab_bytes", "vocab_offsets")
 INNER_MODELS: dict[str, type] = {CRFModel.kind: CRFModel, MaxentModel.kind: MaxentModel}
 
-__all__ = ["COLUMNS", "FORMAT_VERSION", "MODEL_KIND", "ModelError", "SequenceModel", "Tagger"]
+__all__ = ["FORMAT_VERSION", "MODEL_KIND", "ModelError", "SequenceModel", "Tagger"]
 
 
 class SequenceModel(Protocol):
@@ -89,8 +89,8 @@ class Tagger:
     def __init__(self, model: SequenceModel, column: str | None = None, info: dict[str, Any] | None = None,
                  vocabulary: "Sequence[str] | set[str] | frozenset[str] | None" = None):
         column = column or ("chunk" if model.use_pos else "pos")
-        if column not in COLUMNS:
-            raise ValueError(f"column must be one of {', '.join(COLUMNS)}, not {column!r}")
+        if column not in LABEL_COLUMNS:
+            raise ValueError(f"column must be one of {', '.join(LABEL_COLUMNS)}, not {column!r}")
         self.model = model
         self.column = column
         self.info = dict(info or {})
@@ -204,8 +204,8 @@ class Tagger:
             kind, column, inner = meta["model"], meta["column"], meta["inner"]
         except KeyError as exc:
             raise ModelError(f"{path}: inconsistent model file (no {exc.args[0]!r} in its metadata)") from None
-        if column not in COLUMNS:
-            raise ModelError(f"{path}: unknown label column {column!r} (known: {', '.join(COLUMNS)})")
+        if column not in LABEL_COLUMNS:
+            raise ModelError(f"{path}: unknown label column {column!r} (known: {', '.join(LABEL_COLUMNS)})")
         try:
             inner_cls = _inner_class(kind)
         except ModelError as exc:
