@@ -1,4 +1,4 @@
-"""The public Python API for taggers: train a linear-chain CRF POS tagger or chunker.
+"""The public Python API for taggers: train a linear-chain CRF or a maxent POS tagger or chunker.
 
     from nltk.corpus import conll2000
     from egnlp.tagging import train_crf_tagger
@@ -8,10 +8,14 @@
     tagger, result = train_crf_tagger(tokens, tags)
     tagger.tag("The economy grew. Prices fell.")
 
-:func:`train_maxent_tagger` trains the maxent tagger (``egnlp.tagger.maxent``) the
-same way.  Any trainer of :mod:`egnlp.training.registry` works on the CRF's structured
+Any structured trainer of :mod:`egnlp.training.registry` trains the CRF's
 problem (:class:`egnlp.tagger.problem.TaggingProblem` over the features of
-:mod:`egnlp.features.chain`); the default is online EG on the log-linear dual (``eg-ll``).
+:mod:`egnlp.features.chain`); the default is online EG on the log-linear
+dual (``eg-ll``).  :func:`train_maxent_tagger` builds the maxent tagger's
+events (:mod:`egnlp.tagger.maxent`) into a
+:class:`egnlp.training.maxent_problem.MaxentProblem` for the maxent trainers
+(``cd`` by default).  Both return a :class:`~egnlp.tagger.model.Tagger`
+and the run's :class:`~egnlp.training.records.TrainResult`.
 """
 
 from __future__ import annotations
