@@ -1,4 +1,4 @@
-"""Named data sets read from NLTK's data packages: dependency treebanks and tagging corpora.
+"""Named data sets read from NLTK's data packages (and UD files): dependency treebanks and tagging corpora.
 
 ===============  ===========================  =======================================  =====  ======
 name             NLTK package                 splits (sentences)                       task   root
@@ -10,6 +10,8 @@ brown            corpora/brown                train 40,956 / dev 4,441 / test 11
 conll2000-pos    corpora/conll2000            train 8,042 / dev 894 / test 2,012       pos    -
 conll2000-chunk  corpora/conll2000            train 8,042 / dev 894 / test 2,012       chunk  -
 ptb-pos          corpora/treebank             train 3,396 / dev 273 / test 245         pos    -
+pt-bosque        $EGNLP_UD_DIR (UD files)     train 1,050 / dev 117 / test 1,172       parse  single
+nl-alpino        $EGNLP_UD_DIR (UD files)     train 536 / dev 60 / test 718            parse  single
 ===============  ===========================  =======================================  =====  ======
 
 ``es`` and ``eu``: dev is the last ``round(0.1 * n)`` sentences of the
@@ -38,6 +40,12 @@ name says which column is the task.
 ``ptb-pos``: the gold tags of NLTK's Penn Treebank sample, files split as in
 ``wsj``, trace tokens (``-NONE-``) dropped: the sentences, forms and tags then
 equal those of ``wsj`` token for token.
+
+``pt-bosque`` and ``nl-alpino``: Universal Dependencies v2 treebanks of
+which only the ``-test`` and ``-dev`` files are public here, read from the
+folder named by the environment variable ``EGNLP_UD_DIR``: train on the
+``-test`` file (its last 10% is dev, for tuning) and evaluate on the
+``-dev`` file.
 
 Packages are found through NLTK's data path (``NLTK_DATA``); a missing one is
 downloaded once with ``nltk.download`` and, failing that, raises
@@ -69,6 +77,7 @@ from .tagging import parse_brown, parse_conll2000, parse_treebank_tags
 SPLITS = ("train", "dev", "test")
 DEV_FRACTION = 0.1
 TASKS = ("parse", "pos", "chunk")
+UD_DIR_VARIABLE = "EGNLP_UD_DIR"  # the folder of the UD treebank files
 NO_ROOT = "-"  # DatasetInfo.root of the tagging sets, which have no trees
 
 Parser = Callable[[str, str], list[Sentence]]
@@ -83,24 +92,40 @@ class DatasetInfo:
         description: one line for people.
         task: what the gold annotation is for: ``"parse"`` (dependency
             trees), ``"pos"`` (POS tags) or ``"chunk"`` (chunk tags, 11th column).
-        nltk_package: the NLTK resource holding the files, e.g. ``corpora/conll2007``.
+        source: where the files are: the NLTK resource (e.g. ``corpora/conll2007``)
+            or, for the UD sets, the files in the folder ``$EGNLP_UD_DIR``.
         splits: the split names, ``("train", "dev", "test")``.
         root: ``"single"`` when every tree has exactly one root token, ``"multi"``
             otherwise, ``"-"`` for tagging sets (no trees).
-        found: whether the NLTK package is installed (checked, never downloaded).
+        found: whether the files are there (checked, never downloaded).
     """
 
     name: str
     description: str
     task: str
-    nltk_package: str
+    source: str
     splits: tuple[str, ...]
     root: str
     found: bool
 
 
+class _NLTKPackage:
+    """Files of an NLTK data package (``package``), found through NLTK's data path."""
+
+    package: str
+
+    def source(self) -> str:
+        return _resource(self.package)
+
+    def found(self) -> bool:
+        return _is_installed(self.package)
+
+    def require(self) -> None:
+        _require_package(self.package)
+
+
 @dataclass(frozen=True)
-class _TrainTestFiles:
+class _TrainTestFiles(_NLTKPackage):
     """A training file whose last 10% of sentences is dev, and a test file (CoNLL by default)."""
 
     package: str
@@ -119,7 +144,7 @@ class _TrainTestFiles:
 
 
 @dataclass(frozen=True)
-class _NumberedFiles:
+class _NumberedFiles(_NLTKPackage):
     """Files ``{prefix}{number:04d}{suffix}`` grouped into splits by number (Malt-TAB by default)."""
 
     package: str
@@ -138,7 +163,7 @@ class _NumberedFiles:
 
 
 @dataclass(frozen=True)
-class _ShuffledDocuments:
+class _ShuffledDocuments(_NLTKPackage):
     """Documents split by a seeded shuffle of their sorted ids (Brown).
 
     The ids matching ``pattern`` are sorted and shuffled with
@@ -184,12 +209,57 @@ class _ShuffledDocuments:
 
 
 @dataclass(frozen=True)
+class _UDFiles:
+    """A Universal Dependencies treebank of which only the ``-test`` and ``-dev`` files are at hand,
+    in the folder named by :data:`UD_DIR_VARIABLE`.
+
+    train is the ``-test`` file without its last ``round(0.1 * n)`` sentences,
+    dev those sentences (for tuning), test the ``-dev`` file (for the scores).
+    """
+
+    prefix: str  # e.g. "pt_bosque-ud"
+
+    def folder(self) -> str | None:
+        return os.environ.get(UD_DIR_VARIABLE)
+
+    def source(self) -> str:
+        return f"${UD_DIR_VARIABLE}/{self.prefix}-*.conllu"
+
+    def found(self) -> bool:
+        folder = self.folder()
+        return bool(folder) and all(os.path.isfile(os.path.join(folder, f"{self.prefix}-{part}.conllu"))
+                                    for part in ("test", "dev"))
+
+    def require(self) -> None:
+        if not self.folder():
+            raise DataNotFoundError(f"set {UD_DIR_VARIABLE} to the folder that holds {self.prefix}-test.conllu "
+                                    f"and {self.prefix}-dev.conllu")
+        if not self.found():
+            raise DataNotFoundError(f"{UD_DIR_VARIABLE}={self.folder()} has no {self.prefix}-test.conllu "
+                                    f"and {self.prefix}-dev.conllu")
+
+    def load(self, split: str) -> Sequence[Sentence]:
+        """Return the sentences of one split."""
+        if split == "test":
+            return _read_ud(os.path.join(self.folder(), f"{self.prefix}-dev.conllu"))
+        sentences = _read_ud(os.path.join(self.folder(), f"{self.prefix}-test.conllu"))
+        cut = len(sentences) - round(DEV_FRACTION * len(sentences))
+        return sentences[:cut] if split == "train" else sentences[cut:]
+
+
+@functools.lru_cache(maxsize=None)
+def _read_ud(path: str) -> tuple[Sentence, ...]:
+    """The sentences of a UD file (once per process)."""
+    return tuple(read_conll(path))
+
+
+@dataclass(frozen=True)
 class _Dataset:
     """A registered data set: where its files are, how they split, and its task."""
 
     description: str
     root: str
-    files: _TrainTestFiles | _NumberedFiles | _ShuffledDocuments
+    files: _TrainTestFiles | _NumberedFiles | _ShuffledDocuments | _UDFiles
     task: str = "parse"
 
 
@@ -212,6 +282,16 @@ _DATASETS: dict[str, _Dataset] = {
             "wsj_",
             {"train": range(1, 160), "dev": range(160, 180), "test": range(180, 200)},
         ),
+    ),
+    "pt-bosque": _Dataset(
+        "Portuguese UD Bosque (train/dev: the -test file; test: the -dev file), labelled",
+        "single",
+        _UDFiles("pt_bosque-ud"),
+    ),
+    "nl-alpino": _Dataset(
+        "Dutch UD Alpino (train/dev: the -test file; test: the -dev file), labelled",
+        "single",
+        _UDFiles("nl_alpino-ud"),
     ),
     "brown": _Dataset(
         "Brown corpus POS tags (190 tags), documents split by seed 0",
@@ -253,10 +333,10 @@ def list_datasets() -> list[DatasetInfo]:
             name=name,
             description=dataset.description,
             task=dataset.task,
-            nltk_package=_resource(dataset.files.package),
+            source=dataset.files.source(),
             splits=SPLITS,
             root=dataset.root,
-            found=_is_installed(dataset.files.package),
+            found=dataset.files.found(),
         )
         for name, dataset in _DATASETS.items()
     ]
@@ -272,7 +352,7 @@ def load_dataset(name: str, split: str) -> list[Sentence]:
     dataset = _get(name)
     if split not in SPLITS:
         raise CorpusError(f"data set '{name}' has no split '{split}'; splits: {', '.join(SPLITS)}")
-    _require_package(dataset.files.package)
+    dataset.files.require()
     return list(dataset.files.load(split))
 
 

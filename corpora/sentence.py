@@ -124,9 +124,11 @@ class Sentence:
 
         DEPREL becomes ``_`` when ``deprels`` is None. Other columns with gold
         syntax are cleared to ``_`` so that no gold annotation reaches a
-        prediction file: column 9 always (CoNLL-X PHEAD or CoNLL-U DEPS, also
-        on empty nodes), and column 10 when column 9 held an integer, i.e.
-        CoNLL-X PDEPREL (in CoNLL-U column 10 is MISC and is kept).
+        prediction file: column 9 always (CoNLL-X PHEAD or CoNLL-U DEPS), and
+        column 10 when column 9 held an integer, i.e. CoNLL-X PDEPREL (in
+        CoNLL-U column 10 is MISC and is kept). Empty nodes (``8.1``) are
+        dropped: they belong to the enhanced graph, which a basic-tree parser
+        does not predict. Comments and multiword-token lines are kept.
 
         Args:
             heads: one head per token, 0 for the root, 1..n otherwise.
@@ -149,7 +151,7 @@ class Sentence:
                 new[COL10] = BLANK
             new[COL9] = BLANK
             rows.append(tuple(new))
-        aside = tuple((position, _clear_empty_node_deps(text)) for position, text in self.aside)
+        aside = tuple((position, text) for position, text in self.aside if not _is_empty_node(text))
         return dataclasses.replace(self, rows=tuple(rows), aside=aside)
 
     def with_tags(self, pos: Sequence[str] | None = None, chunks: Sequence[str] | None = None) -> Sentence:
@@ -200,13 +202,9 @@ class Sentence:
         return dataclasses.replace(self, rows=tuple(rows), aside=aside)
 
 
-def _clear_empty_node_deps(line: str) -> str:
-    """Clear the DEPS column of an empty-node line (``8.1``); return others unchanged."""
-    columns = line.split("\t")
-    if len(columns) in (N_COLUMNS, N_CHUNK_COLUMNS) and "." in columns[ID]:
-        columns[COL9] = BLANK
-        return "\t".join(columns)
-    return line
+def _is_empty_node(line: str) -> bool:
+    """Whether a line kept aside is an empty node (``8.1``), not a comment or a multiword token."""
+    return not line.startswith("#") and "." in line.split("\t", 1)[0]
 
 
 def find_cycle(heads: Sequence[int]) -> list[int] | None:

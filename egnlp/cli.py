@@ -68,10 +68,10 @@ class FeatureMode(str, Enum):
 @data_app.command("list")
 def data_list() -> None:
     """List the named data sets and whether their NLTK packages are found."""
-    typer.echo(f"{'name':<16} {'task':<6} {'root':<7} {'found':<6} {'nltk package':<30} description")
+    typer.echo(f"{'name':<16} {'task':<6} {'root':<7} {'found':<6} {'source':<34} description")
     for info in list_datasets():
         typer.echo(f"{info.name:<16} {info.task:<6} {info.root:<7} {'yes' if info.found else 'no':<6} "
-                   f"{info.nltk_package:<30} {info.description}")
+                   f"{info.source:<34} {info.description}")
 
 
 @data_app.command("export")
@@ -203,6 +203,7 @@ def _print_scores(scores: dict, as_json: bool) -> None:
     typer.echo(f"tokens {scores['tokens']} ({scores['tokens_nopunct']} without punctuation)")
     typer.echo(f"UAS {pct(scores['uas'])}   LAS {pct(scores['las'])}")
     typer.echo(f"UAS {pct(scores['uas_nopunct'])}   LAS {pct(scores['las_nopunct'])}   (without punctuation)")
+    typer.echo(f"LAS {pct(scores['las_universal'])} on universal relations (subtypes stripped; CoNLL 2018)")
     for row in scores.get("by_length", []):
         typer.echo(f"  length {row['bucket']:>6}: {row['sentences']:5d} sentences, UAS {pct(row['uas'])}")
 

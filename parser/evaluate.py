@@ -5,6 +5,9 @@ also requires the predicted DEPREL to equal the gold one. The "no
 punctuation" variants skip tokens whose form is made only of Unicode
 punctuation characters (general category P*), as the CoNLL-X evaluation
 script does; so ``$`` (category Sc) and the backtick (Sk) count as words.
+LAS on universal relations compares DEPREL without its subtype (``nmod``
+for ``nmod:poss``) and counts every word, as the CoNLL 2018 shared task
+scorer (``udeval``) does on files with the same words.
 """
 
 from __future__ import annotations
@@ -30,6 +33,11 @@ def is_punct(form: str) -> bool:
     return bool(form) and all(unicodedata.category(char).startswith("P") for char in form)
 
 
+def universal(deprel: str) -> str:
+    """A dependency relation without its language-specific subtype: ``nmod:poss`` -> ``nmod``."""
+    return deprel.split(":", 1)[0]
+
+
 def attachment_scores(gold: Sequence[Sentence], pred: Sequence[Sentence]) -> dict:
     """Score predicted trees against gold trees of the same sentences.
 
@@ -39,12 +47,13 @@ def attachment_scores(gold: Sequence[Sentence], pred: Sequence[Sentence]) -> dic
 
     Returns:
         A dict with ``tokens`` and ``tokens_nopunct`` (counts), ``uas``,
-        ``las``, ``uas_nopunct``, ``las_nopunct`` (percentages), and
+        ``las``, ``las_universal``, ``uas_nopunct``, ``las_nopunct``
+        (percentages), and
         ``by_length``: one ``{"bucket", "sentences", "tokens", "uas"}`` dict per
         sentence-length bucket 1-10, 11-20, 21-30, 31-40, 41+ (UAS over all
-        tokens of the bucket's sentences). ``las`` and ``las_nopunct`` are None
-        when the prediction carries no labels (every DEPREL ``_``); a
-        percentage is None when it would count no tokens.
+        tokens of the bucket's sentences). The LAS keys are None when the
+        prediction carries no labels (every DEPREL ``_``); a percentage is
+        None when it would count no tokens.
 
     Raises:
         CorpusError: the two sides differ in sentence count, in a sentence's
@@ -56,7 +65,8 @@ def attachment_scores(gold: Sequence[Sentence], pred: Sequence[Sentence]) -> dic
         _check_pair(index, gold_sentence, pred_sentence)
     labelled = any(label != BLANK for sentence in pred for label in sentence.deprels or ())
 
-    counts = {"tokens": 0, "uas": 0, "las": 0, "tokens_nopunct": 0, "uas_nopunct": 0, "las_nopunct": 0}
+    counts = {"tokens": 0, "uas": 0, "las": 0, "las_universal": 0, "tokens_nopunct": 0, "uas_nopunct": 0,
+              "las_nopunct": 0}
     buckets = [{"bucket": label, "sentences": 0, "tokens": 0, "correct": 0} for label, _, _ in LENGTH_BUCKETS]
     for gold_sentence, pred_sentence in zip(gold, pred):
         sentence_correct = 0
@@ -69,6 +79,7 @@ def attachment_scores(gold: Sequence[Sentence], pred: Sequence[Sentence]) -> dic
             counts["tokens"] += 1
             counts["uas"] += head_ok
             counts["las"] += both_ok
+            counts["las_universal"] += head_ok and universal(gold_label) == universal(pred_label)
             if not is_punct(form):
                 counts["tokens_nopunct"] += 1
                 counts["uas_nopunct"] += head_ok
@@ -83,6 +94,7 @@ def attachment_scores(gold: Sequence[Sentence], pred: Sequence[Sentence]) -> dic
         "tokens_nopunct": counts["tokens_nopunct"],
         "uas": _percent(counts["uas"], counts["tokens"]),
         "las": _percent(counts["las"], counts["tokens"]) if labelled else None,
+        "las_universal": _percent(counts["las_universal"], counts["tokens"]) if labelled else None,
         "uas_nopunct": _percent(counts["uas_nopunct"], counts["tokens_nopunct"]),
         "las_nopunct": _percent(counts["las_nopunct"], counts["tokens_nopunct"]) if labelled else None,
         "by_length": [

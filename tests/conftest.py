@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
+
+# The UD treebank files of the data sets pt-bosque and nl-alpino: beside the checkout unless set.
+os.environ.setdefault("EGNLP_UD_DIR", str(Path(__file__).resolve().parents[2] / "shared" / "data" / "ud"))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

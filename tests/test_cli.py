@@ -68,7 +68,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """
     es = next(info for info in list_datasets() if info.name == "es")
     if not es.found:
-        pytest.fail(f"NLTK package '{es.nltk_package}' not found; set NLTK_DATA to the project's NLTK data folder")
+        pytest.fail(f"NLTK package '{es.source}' not found; set NLTK_DATA to the project's NLTK data folder")
     folder = tmp_path_factory.mktemp("cli")
     paths = {name: folder / f"{name}.conll" for name in ("train", "dev", "test", "unannotated")}
     for split, count in (("train", N_TRAIN), ("dev", N_DEV), ("test", N_TEST)):
@@ -111,7 +111,7 @@ def test_data_list_shows_every_data_set_as_found() -> None:
     assert_ok(result)
     rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()[1:]}
     assert result.stdout.split()[:4] == ["name", "task", "root", "found"]
-    for name in ("es", "eu", "wsj", "brown", "conll2000-pos", "conll2000-chunk", "ptb-pos"):
+    for name in ("es", "eu", "wsj", "pt-bosque", "nl-alpino", "brown", "conll2000-pos", "conll2000-chunk", "ptb-pos"):
         assert name in rows, result.stdout
         assert rows[name][3] == "yes", result.stdout
     assert rows["conll2000-chunk"][1] == "chunk" and rows["es"][1] == "parse"

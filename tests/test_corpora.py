@@ -5,6 +5,7 @@ The real treebanks are read through NLTK's data path (set NLTK_DATA).
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -167,15 +168,16 @@ def test_with_heads_clears_conllx_gold_columns() -> None:
     assert format_conll([labelled]).split("\n")[0].split("\t")[6:] == ["2", "nsubj", "_", "_"]
 
 
-def test_with_heads_clears_conllu_deps_and_keeps_misc() -> None:
+def test_with_heads_clears_conllu_deps_keeps_misc_and_drops_empty_nodes() -> None:
     gold = read_conll(SAMPLE_CONLLU)[1]
     pred = gold.with_heads([2, 0, 2, 6, 6, 2, 8, 2, 8, 2], ["nsubj"] * 10)
     assert all(row[8] == "_" for row in pred.rows)
     assert [row[9] for row in pred.rows] == [row[9] for row in gold.rows]
     assert pred.rows[8][9] == "SpaceAfter=No"
     assert pred.aside[:2] == gold.aside[:2]
-    assert pred.aside[-1] == (8, "8.1\tbought\tbuy\tVERB\tVBD\t_\t_\t_\t_\tCopyOf=2")
-    assert "2:conj:and" not in format_conll([pred])
+    assert [text for _, text in gold.aside if text.startswith("8.1\t")]  # the gold sentence has an empty node
+    assert pred.aside == tuple(item for item in gold.aside if not item[1].startswith("8.1\t"))  # dropped
+    assert "2:conj:and" not in format_conll([pred]) and "\n8.1\t" not in format_conll([pred])
     first = read_conll(SAMPLE_CONLLU)[0].with_heads([0, 1, 5, 5, 1, 1])
     assert first.aside[3] == (0, "1-2\tVámonos\t_\t_\t_\t_\t_\t_\t_\t_")
 
@@ -335,17 +337,27 @@ def test_dev_is_the_end_of_the_training_file(installed_corpora: None) -> None:
 
 def test_list_datasets(installed_corpora: None) -> None:
     infos = {info.name: info for info in list_datasets() if info.task == "parse"}
-    assert list(infos) == ["es", "eu", "wsj"]
-    assert infos["eu"].nltk_package == "corpora/conll2007"
-    assert infos["wsj"].nltk_package == "corpora/dependency_treebank"
+    assert list(infos) == ["es", "eu", "wsj", "pt-bosque", "nl-alpino"]
+    assert infos["eu"].source == "corpora/conll2007"
+    assert infos["wsj"].source == "corpora/dependency_treebank"
+    assert infos["pt-bosque"].source == "$EGNLP_UD_DIR/pt_bosque-ud-*.conllu"
     assert all(info.found and info.splits == ("train", "dev", "test") for info in infos.values())
-    assert [infos[name].root for name in infos] == ["single", "multi", "single"]
+    assert [infos[name].root for name in infos] == ["single", "multi", "single", "single", "single"]
+
+
+def test_ud_sets_train_on_the_test_file_and_score_on_the_dev_file() -> None:
+    folder = Path(os.environ["EGNLP_UD_DIR"])
+    whole = read_conll(folder / "pt_bosque-ud-test.conllu")
+    train, dev, test = (load_dataset("pt-bosque", split) for split in ("train", "dev", "test"))
+    assert (len(train), len(dev)) == (1050, 117) and train + dev == whole
+    assert test == read_conll(folder / "pt_bosque-ud-dev.conllu") and len(test) == 1172
+    assert [len(load_dataset("nl-alpino", split)) for split in ("train", "dev", "test")] == [536, 60, 718]
 
 
 def test_load_sentences_names_and_files(installed_corpora: None) -> None:
     assert len(load_sentences("es", "dev")) == 295
     assert len(load_sentences(str(SAMPLE_CONLLU))) == 3
-    with pytest.raises(CorpusError, match=r"^unknown data set or file 'xx'; data sets: es, eu, wsj, brown, .*-pos$"):
+    with pytest.raises(CorpusError, match=r"^unknown data set or file 'xx'; data sets: es, eu, wsj, pt-bosque, .*-pos$"):
         load_sentences("xx")
     with pytest.raises(CorpusError, match="needs a split"):
         load_sentences("es")
@@ -353,7 +365,7 @@ def test_load_sentences_names_and_files(installed_corpora: None) -> None:
         load_sentences(str(SAMPLE_CONLLU), "test")
     with pytest.raises(CorpusError, match="has no split 'valid'"):
         load_dataset("es", "valid")
-    with pytest.raises(CorpusError, match=r"^unknown data set 'xx'; data sets: es, eu, wsj, brown, .*-pos$"):
+    with pytest.raises(CorpusError, match=r"^unknown data set 'xx'; data sets: es, eu, wsj, pt-bosque, nl-alpino, brown, .*-pos$"):
         dataset_root("xx")
 
 
@@ -366,6 +378,7 @@ def test_missing_package_raises_data_not_found(tmp_path: Path, monkeypatch: pyte
 
     monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])
     monkeypatch.setattr(nltk, "download", failing_download)
+    monkeypatch.setenv("EGNLP_UD_DIR", str(tmp_path))
     with pytest.raises(DataNotFoundError) as caught:
         load_dataset("es", "train")
     message = str(caught.value)
@@ -373,6 +386,11 @@ def test_missing_package_raises_data_not_found(tmp_path: Path, monkeypatch: pyte
     assert attempts == ["conll2007"]
     assert not any(info.found for info in list_datasets())
     assert attempts == ["conll2007"]
+    with pytest.raises(DataNotFoundError, match=r"EGNLP_UD_DIR=.* has no pt_bosque-ud-test.conllu"):
+        load_dataset("pt-bosque", "train")
+    monkeypatch.delenv("EGNLP_UD_DIR")
+    with pytest.raises(DataNotFoundError, match="set EGNLP_UD_DIR to the folder that holds nl_alpino-ud-test.conllu"):
+        load_dataset("nl-alpino", "test")
 
 
 # --- tree helpers -------------------------------------------------------------------------------

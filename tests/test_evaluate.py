@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from egnlp.corpora import CorpusError, Sentence, parse_conll
+from egnlp.corpora import CorpusError, Sentence, parse_conll, read_conll, write_conll
 from egnlp.parser.evaluate import attachment_scores, is_punct
 
 
@@ -115,3 +121,45 @@ def test_prediction_without_heads() -> None:
     unparsed = parse_conll(text, "raw.conll", require_heads=False)
     with pytest.raises(CorpusError, match="the predicted sentence has no heads"):
         attachment_scores(gold, unparsed)
+
+
+def _udeval() -> str:
+    """The CoNLL 2018 scorer of udtools, installed beside this interpreter (the test extra)."""
+    path = Path(sys.executable).parent / "udeval"
+    assert path.exists(), "udeval not found: install the test extra (udtools)"
+    return str(path)
+
+
+def test_las_on_universal_relations_equals_the_conll2018_scorer(tmp_path):
+    """A perturbed copy of a real UD file: some words moved up to their grandparent (still a tree
+    with one root), some labels changed, some only in their subtype; our UAS and universal LAS equal
+    udeval's."""
+    gold_path = Path(os.environ["EGNLP_UD_DIR"]) / "nl_alpino-ud-dev.conllu"
+    gold = read_conll(gold_path)
+    rng = random.Random(0)
+    labels = sorted({label for s in gold for label in s.deprels})
+    pred = []
+    for sentence in gold:
+        heads = list(sentence.heads)
+        for m, h in enumerate(heads):
+            if h and heads[h - 1] and rng.random() < 0.3:
+                heads[m] = heads[h - 1]
+        deprels = []
+        for label in sentence.deprels:
+            roll = rng.random()
+            if roll < 0.1:
+                label = rng.choice(labels)
+            elif roll < 0.2 and ":" not in label:
+                label = label + ":x"  # a subtype: wrong for LAS, right on universal relations
+            deprels.append(label)
+        pred.append(sentence.with_heads(heads, deprels))
+    pred_path = tmp_path / "pred.conllu"
+    write_conll(pred_path, pred)
+    ours = attachment_scores(gold, read_conll(pred_path))
+    out = subprocess.run([_udeval(), "-v", str(gold_path), str(pred_path)], capture_output=True, text=True,
+                         check=True).stdout
+    theirs = {line.split("|")[0].strip(): float(line.split("|")[3]) for line in out.splitlines()
+              if line.split("|")[0].strip() in ("UAS", "LAS")}
+    assert ours["uas"] == pytest.approx(theirs["UAS"], abs=0.005)
+    assert ours["las_universal"] == pytest.approx(theirs["LAS"], abs=0.005)
+    assert ours["las"] < ours["las_universal"] < ours["uas"] < 90.0

@@ -165,11 +165,13 @@ def test_ptb_pos_matches_wsj_token_by_token(installed: None) -> None:
 
 def test_registry(installed: None) -> None:
     infos = {info.name: info for info in list_datasets()}
-    assert list(infos) == ["es", "eu", "wsj", *TAGGING_SETS]
+    assert list(infos) == ["es", "eu", "wsj", "pt-bosque", "nl-alpino", *TAGGING_SETS]
     assert {name: info.task for name, info in infos.items()} == {
         "es": "parse",
         "eu": "parse",
         "wsj": "parse",
+        "pt-bosque": "parse",
+        "nl-alpino": "parse",
         "brown": "pos",
         "conll2000-pos": "pos",
         "conll2000-chunk": "chunk",
@@ -177,7 +179,7 @@ def test_registry(installed: None) -> None:
     }
     assert {info.task for info in infos.values()} == set(TASKS)
     assert all(infos[name].root == "-" and infos[name].found for name in TAGGING_SETS)
-    assert infos["ptb-pos"].nltk_package == "corpora/treebank"
+    assert infos["ptb-pos"].source == "corpora/treebank"
     assert all(is_dataset(name) and dataset_task(name) == infos[name].task for name in infos)
     with pytest.raises(CorpusError, match=r"^data set 'brown' has no dependency trees \(its task is 'pos'\)$"):
         dataset_root("brown")
@@ -190,7 +192,7 @@ def test_unknown_name_is_one_line(call) -> None:
         call()
     message = str(caught.value)
     assert "\n" not in message
-    assert re.match(r"^unknown data set (or file )?'brwn'; data sets: es, eu, wsj, brown, conll2000-pos, "
+    assert re.match(r"^unknown data set (or file )?'brwn'; data sets: es, eu, wsj, pt-bosque, nl-alpino, brown, conll2000-pos, "
                     r"conll2000-chunk, ptb-pos$", message)
 
 
