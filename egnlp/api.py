@@ -16,12 +16,16 @@ import numpy as np
 
 from egnlp.corpora import Sentence, guess_root
 from egnlp.features.arc_featurizer import ArcFeaturizer
+from egnlp.features.arc_labels import label_keys
+from egnlp.features.hashing import KeyTable
 from egnlp.parser.eisner import eisner_argmax
+from egnlp.parser.labeler import ArcLabeler, predicate_ids
 from egnlp.parser.model import Parser
 from egnlp.parser.problem import ParsingProblem
 from egnlp.training.path import PathPoint, regularization_path
 from egnlp.training.records import Callback, TrainResult
-from egnlp.training.registry import get_trainer, make_config
+from egnlp.training.maxent_problem import MaxentProblem
+from egnlp.training.registry import MAXENT, get_trainer, make_config
 
 
 # The parser's defaults, chosen on dev.  Max-margin EG at C = 100 (the best C of
@@ -67,8 +71,10 @@ def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: st
 
 def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = None, *,
                  trainer: str = DEFAULT_PARSER_TRAINER, root: str | None = None, feature_mode: str = "alphabet",
-                 hash_bits: int = 22, callbacks: Sequence[Callback] = (), state: dict | None = None, **settings) -> tuple[Parser, TrainResult]:
-    """Train a first-order projective parser on ``train`` (sentences with heads).
+                 hash_bits: int = 22, labels: bool = True, callbacks: Sequence[Callback] = (),
+                 state: dict | None = None, **settings) -> tuple[Parser, TrainResult]:
+    """Train a first-order parser on ``train`` (sentences with heads), and its arc labeler when the
+    sentences carry labels (unless ``labels`` is False).
 
     ``root`` is "single" or "multi" (default: "single" when every training
     tree has one root child); ``settings`` go to the trainer's config (for
@@ -98,13 +104,14 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
         "converged": result.converged,
         "final": final.as_dict(),
     }
-    return Parser(featurizer, result.weights, root, info), result
+    labeler = _labeler(featurizer, train, labels, info)
+    return Parser(featurizer, result.weights, root, info, labeler), result
 
 
 def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Sequence[float], *,
                       trainer: str = DEFAULT_PARSER_TRAINER, root: str | None = None, feature_mode: str = "alphabet",
-                      hash_bits: int = 22, tol: float = 1e-3, callbacks: Sequence[Callback] = (), on_point=None,
-                      **settings) -> tuple[Parser, list[PathPoint]]:
+                      hash_bits: int = 22, tol: float = 1e-3, labels: bool = True,
+                      callbacks: Sequence[Callback] = (), on_point=None, **settings) -> tuple[Parser, list[PathPoint]]:
     """Train a warm-started path of C values (Collins et al. 2008, Sec. 7.1.2) and return the
     parser of the C with the best dev UAS, with the path's points."""
     if not train:
@@ -127,4 +134,69 @@ def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Se
         "converged": best.converged,
         "final": best.result.final.as_dict(),
     }
-    return Parser(featurizer, best.result.weights, root, info), points
+    labeler = _labeler(featurizer, train, labels, info)
+    return Parser(featurizer, best.result.weights, root, info, labeler), points
+
+
+def _labeler(featurizer: ArcFeaturizer, train: Sequence[Sentence], labels: bool, info: dict) -> ArcLabeler | None:
+    """The arc labeler of a parser trained on ``train``, when wanted and the data are labeled;
+    what it took goes to ``info["labeler"]``."""
+    if not (labels and has_labels(train)):
+        return None
+    start = time.perf_counter()
+    labeler, result = train_labeler(featurizer, train)
+    info["labeler"] = {"labels": len(labeler.labels), "n_features": int(labeler.weights.size),
+                       "seconds": time.perf_counter() - start, "final": result.final.as_dict()}
+    return labeler
+
+
+# The labeler's defaults (a maxent classifier per arc trained by coordinate descent, Huang et al.
+# 2010): chosen on es dev, see docs/labels.md.
+LABELER_SIGMA2 = 10.0
+LABELER_CUTOFF = 1
+LABELER_PASSES = 60
+
+
+def has_labels(sentences: Sequence[Sentence]) -> bool:
+    """Whether the sentences carry dependency labels (some DEPREL other than ``_``)."""
+    return any(label != "_" for s in sentences for label in s.deprels or ())
+
+
+def train_labeler(featurizer: ArcFeaturizer, train: Sequence[Sentence], *, sigma2: float = LABELER_SIGMA2,
+                  cutoff: int = LABELER_CUTOFF, max_passes: int = LABELER_PASSES, tol: float = 1e-4,
+                  dev: Sequence[Sentence] | None = None, callbacks: Sequence[Callback] = ()
+                  ) -> tuple[ArcLabeler, TrainResult]:
+    """Train the second-stage arc labeler on the gold trees of ``train`` (McDonald, Lerman and
+    Pereira 2006): one event per word, the label of its gold arc, features of
+    :mod:`egnlp.features.arc_labels`; maxent coordinate descent (``cd``) with prior variance
+    ``sigma2``; predicate keys seen fewer than ``cutoff`` times are dropped.  ``dev`` (gold
+    trees) is scored by label accuracy (%) after every pass."""
+    encoded = featurizer.encode(train)
+    heads = [s.heads for s in train]
+    ev_ptr, keys = label_keys(encoded.tok_ptr, encoded.atoms, encoded.heads_rows(heads))
+    unique, counts = np.unique(keys, return_counts=True)
+    alphabet = KeyTable(unique[counts >= cutoff])
+    ev_ptr, ids = predicate_ids(alphabet, ev_ptr, keys)
+    names = sorted({label for s in train for label in s.deprels})
+    index = {label: k for k, label in enumerate(names)}
+    gold = np.array([index[label] for s in train for label in s.deprels], dtype=np.int64)
+    at_root = np.array([h == 0 for s in train for h in s.heads])
+    root_ok = np.bincount(gold[at_root], minlength=len(names)) > 0
+    other_ok = np.bincount(gold[~at_root], minlength=len(names)) > 0
+    problem = MaxentProblem.from_events(ev_ptr, ids, gold, len(names), len(alphabet))
+    labeler = ArcLabeler(names, root_ok, other_ok, alphabet.keys, problem.feat_ptr, problem.feat_label,
+                         np.zeros(problem.n_features))
+    dev_score = None
+    if dev:
+        dev_events = labeler.events(featurizer.encode(dev), [s.heads for s in dev])
+        dev_gold = np.array([index.get(label, -1) for s in dev for label in s.deprels])
+        dev_root = np.array([h == 0 for s in dev for h in s.heads])
+
+        def dev_score(w: np.ndarray) -> float:
+            return 100.0 * float(np.mean(labeler.best(labeler.scores(dev_events, w), dev_root) == dev_gold))
+
+    spec = get_trainer("cd", MAXENT)
+    config = make_config(spec, C=1.0 / sigma2, max_passes=max_passes, tol=tol)
+    result = spec.fit(problem, config=config, dev=dev_score, callbacks=tuple(callbacks))
+    labeler.weights = np.ascontiguousarray(result.weights)
+    return labeler, result

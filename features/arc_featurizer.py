@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from egnlp.features.arc_templates import (_BETWEEN_COLS, _N_BETWEEN, _N_FIXED, CPOS, N_SLOTS, POS,
+from egnlp.features.arc_templates import (_BETWEEN_COLS, TAG_COLUMNS, _N_BETWEEN, _N_FIXED, CPOS, N_SLOTS, POS,
                                           TEMPLATES_VERSION, USE_FEATS, USE_LEMMA, EncodedCorpus,
                                           _between_key, _bias_key, _gold_keys, _max_length, _n_sets,
                                           _pair_keys, _token_keys, arc_keys, dirdist_slot, encode)
@@ -305,6 +305,22 @@ def _arc_scores(sentence, flags, lookup, weights, out):
             out[h, m] = acc
 
 
+def _filled(sentences, column: str) -> bool:
+    """Whether most tokens of ``sentences`` have a value other than ``_`` in ``column`` (an attribute)."""
+    tokens = max(sum(len(s) for s in sentences), 1)
+    return sum(v != "_" for s in sentences for v in getattr(s, column)) >= tokens / 2
+
+
+def tag_columns(sentences) -> str:
+    """The tag columns the arc templates read for these training sentences: ``both`` when POSTAG
+    (XPOS) and an informative CPOSTAG (UPOS) are filled, ``upos`` when XPOS is not, else ``xpos``
+    (the coarse tag from the POS tag's first character)."""
+    informative_cpos = not all(c in ("_", p) for s in sentences for c, p in zip(s.cpos, s.pos))
+    if not informative_cpos:
+        return "xpos"
+    return "both" if _filled(sentences, "pos") else "upos"
+
+
 class ArcFeaturizer:
     """Maps arcs of encoded sentences to feature ids and scores.
 
@@ -317,13 +333,15 @@ class ArcFeaturizer:
 
     Which columns the templates read is decided once from the training data
     (:meth:`for_corpus`) and saved with the model: LEMMA and FEATS templates
-    only when most training tokens fill those columns, and a coarse tag made
-    of the POS tag's first character when the CPOS column says nothing more
-    than POS (as in the WSJ data).
+    only when most training tokens fill those columns, and the tag columns
+    (``tags``, see :func:`~egnlp.features.arc_templates.encode`): both where
+    both say something, else the one that does (UPOS alone where XPOS is
+    ``_``; XPOS with its first character as the coarse tag where the CPOS
+    column repeats POS, as in the WSJ data).
     """
 
     def __init__(self, mode: str = "alphabet", hash_bits: int = 22, *, use_lemma: bool = True,
-                 use_feats: bool = True, coarse_from_pos: bool = False,
+                 use_feats: bool = True, tags: str = "both",
                  keys: np.ndarray | None = None, codes: np.ndarray | None = None):
         if mode not in ("alphabet", "hash"):
             raise ValueError(f"feature mode must be 'alphabet' or 'hash', not {mode!r}")
@@ -333,7 +351,9 @@ class ArcFeaturizer:
         self.hash_bits = hash_bits if mode == "hash" else 0
         self.use_lemma = bool(use_lemma)
         self.use_feats = bool(use_feats)
-        self.coarse_from_pos = bool(coarse_from_pos)
+        if tags not in TAG_COLUMNS:
+            raise ValueError(f"tags must be one of {', '.join(TAG_COLUMNS)}, not {tags!r}")
+        self.tags = tags
         self.flags = (USE_LEMMA if self.use_lemma else 0) | (USE_FEATS if self.use_feats else 0)
         self.hasher = StringHasher()
         self._set_alphabet(np.zeros(0, np.uint64) if keys is None else keys,
@@ -351,16 +371,12 @@ class ArcFeaturizer:
         self.idmap.reshape(-1)[self.codes] = np.arange(self.codes.size, dtype=np.int32)
 
     @classmethod
-    def for_corpus(cls, sentences, mode: str = "alphabet", hash_bits: int = 22) -> "ArcFeaturizer":
-        """A featurizer whose column choices suit the training ``sentences``."""
-        tokens = max(sum(len(s) for s in sentences), 1)
-
-        def filled(column: str) -> bool:
-            return sum(v != "_" for s in sentences for v in getattr(s, column)) >= tokens / 2
-
-        coarse_from_pos = all(c in ("_", p) for s in sentences for c, p in zip(s.cpos, s.pos))
-        return cls(mode, hash_bits, use_lemma=filled("lemmas"), use_feats=filled("feats"),
-                   coarse_from_pos=coarse_from_pos)
+    def for_corpus(cls, sentences, mode: str = "alphabet", hash_bits: int = 22,
+                   tags: str | None = None) -> "ArcFeaturizer":
+        """A featurizer whose column choices suit the training ``sentences``; ``tags`` (both, upos,
+        xpos) overrides the choice of tag columns."""
+        return cls(mode, hash_bits, use_lemma=_filled(sentences, "lemmas"), use_feats=_filled(sentences, "feats"),
+                   tags=tags or tag_columns(sentences))
 
     @property
     def n_features(self) -> int:
@@ -376,7 +392,7 @@ class ArcFeaturizer:
         return self
 
     def encode(self, sentences) -> EncodedCorpus:
-        return encode(sentences, self.hasher, self.coarse_from_pos)
+        return encode(sentences, self.hasher, self.tags)
 
     def _key_lookup(self) -> KeyLookup:
         """The alphabet or hash state the kernels read."""
@@ -427,4 +443,4 @@ class ArcFeaturizer:
 
     def config(self) -> dict:
         return {"templates": TEMPLATES_VERSION, "mode": self.mode, "hash_bits": self.hash_bits,
-                "use_lemma": self.use_lemma, "use_feats": self.use_feats, "coarse_from_pos": self.coarse_from_pos}
+                "use_lemma": self.use_lemma, "use_feats": self.use_feats, "tags": self.tags}

@@ -79,12 +79,20 @@ class EncodedCorpus:
         return out
 
 
-def encode(sentences, hasher: StringHasher | None = None, coarse_from_pos: bool = False) -> EncodedCorpus:
+TAG_COLUMNS = ("both", "upos", "xpos")
+
+
+def encode(sentences, hasher: StringHasher | None = None, tags: str = "both") -> EncodedCorpus:
     """Turn sentences (``forms``, ``lemmas``, ``cpos``, ``pos``, ``feats``) into atoms.
 
-    With ``coarse_from_pos`` the coarse tag is the first character of the
-    POS tag (for treebanks without a coarse tag column, e.g. the WSJ).
+    ``tags`` says which tag columns the POS and coarse-POS atoms read:
+    ``both`` (POS from POSTAG / CoNLL-U XPOS, coarse from CPOSTAG / UPOS),
+    ``upos`` (both from CPOSTAG / UPOS: for treebanks whose XPOS is ``_``) or
+    ``xpos`` (POS from POSTAG, the coarse tag its first character: for
+    treebanks without a coarse tag column, e.g. the WSJ).
     """
+    if tags not in TAG_COLUMNS:
+        raise ValueError(f"tags must be one of {', '.join(TAG_COLUMNS)}, not {tags!r}")
     hasher = hasher or StringHasher()
     lengths = np.array([len(s) + 1 for s in sentences], dtype=np.int64)
     tok_ptr = np.zeros(len(sentences) + 1, dtype=np.int64)
@@ -97,8 +105,8 @@ def encode(sentences, hasher: StringHasher | None = None, coarse_from_pos: bool 
         rows = slice(base + 1, int(tok_ptr[s + 1]))
         atoms[rows, WORD] = hasher.array(sent.forms)
         atoms[rows, PREFIX] = hasher.array([f.lower()[:PREFIX_LEN] for f in sent.forms])
-        atoms[rows, POS] = hasher.array(sent.pos)
-        atoms[rows, CPOS] = hasher.array([p[:1] for p in sent.pos] if coarse_from_pos else sent.cpos)
+        atoms[rows, POS] = hasher.array(sent.cpos if tags == "upos" else sent.pos)
+        atoms[rows, CPOS] = hasher.array([p[:1] for p in sent.pos] if tags == "xpos" else sent.cpos)
         atoms[rows, LEMMA] = hasher.array([lemma.lower() if lemma != "_" else form.lower()[:PREFIX_LEN]
                                            for form, lemma in zip(sent.forms, sent.lemmas)])
         atoms[rows, FEATS] = hasher.array(sent.feats)

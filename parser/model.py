@@ -23,18 +23,23 @@ import numpy as np
 from egnlp.corpora import Sentence
 from egnlp.corpora.files import ModelError, read_npz, write_npz_atomic
 from egnlp.features.arc_featurizer import ArcFeaturizer
-from egnlp.features.arc_templates import TEMPLATES_VERSION
+from egnlp.features.arc_templates import TEMPLATES_VERSION, EncodedCorpus
 from egnlp.parser.eisner import eisner_argmax
+from egnlp.parser.labeler import ArcLabeler
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: tag columns by name, the arc labeler
 MODEL_KIND = "egnlp-parser"
 
 
 class Parser:
-    """A first-order projective dependency parser."""
+    """A first-order dependency parser, with a second-stage arc labeler when trained on labels.
+
+    ``labeler`` (an :class:`~egnlp.parser.labeler.ArcLabeler`, or None for an
+    unlabeled parser) gives every predicted arc its DEPREL.
+    """
 
     def __init__(self, featurizer: ArcFeaturizer, weights: np.ndarray, root: str = "multi",
-                 info: dict[str, Any] | None = None):
+                 info: dict[str, Any] | None = None, labeler: ArcLabeler | None = None):
         if root not in ("single", "multi"):
             raise ValueError(f"root must be 'single' or 'multi', not {root!r}")
         weights = np.array(weights, dtype=np.float64, order="C")  # a read-only copy of the caller's array
@@ -45,6 +50,7 @@ class Parser:
         self._weights = weights
         self.root = root
         self.info = dict(info or {})
+        self.labeler = labeler
         self._slot_w: np.ndarray | None = None
 
     @property
@@ -59,18 +65,28 @@ class Parser:
         return self._slot_w
 
     def predict_heads(self, sentences: Sequence[Sentence]) -> list[list[int]]:
-        """The best projective tree of each sentence as heads of words 1..n (0 = root)."""
-        encoded = self.featurizer.encode(sentences)
+        """The best tree of each sentence as heads of words 1..n (0 = root)."""
+        return self._heads(self.featurizer.encode(sentences))
+
+    def _heads(self, encoded: EncodedCorpus) -> list[list[int]]:
         slot_w = self._slot_weights()
         out = []
-        for s in range(len(sentences)):
+        for s in range(len(encoded)):
             heads = eisner_argmax(self.featurizer.arc_scores(encoded, s, self.weights, slot_w), root=self.root)
             out.append(heads[1:].tolist())
         return out
 
+    def predict(self, sentences: Sequence[Sentence]) -> tuple[list[list[int]], list[list[str]] | None]:
+        """Heads of every sentence's best tree, and the labels of its arcs (None without a labeler)."""
+        encoded = self.featurizer.encode(sentences)
+        heads = self._heads(encoded)
+        return heads, self.labeler.label(encoded, heads) if self.labeler is not None else None
+
     def parse(self, sentences: Sequence[Sentence]) -> list[Sentence]:
-        """Copies of ``sentences`` with predicted heads; labels (DEPREL) become '_'."""
-        return [s.with_heads(h) for s, h in zip(sentences, self.predict_heads(sentences))]
+        """Copies of ``sentences`` with predicted heads and labels (DEPREL ``_`` without a labeler)."""
+        heads, labels = self.predict(sentences)
+        return [s.with_heads(h, labels[k] if labels is not None else None)
+                for k, (s, h) in enumerate(zip(sentences, heads))]
 
     def save(self, path: str | os.PathLike[str]) -> None:
         meta = {
@@ -78,9 +94,12 @@ class Parser:
             "format_version": FORMAT_VERSION,
             "features": self.featurizer.config(),
             "root": self.root,
+            "labels": self.labeler.labels if self.labeler is not None else None,
             "info": self.info,
         }
         arrays = {"weights": self.weights, "keys": self.featurizer.keys, "codes": self.featurizer.codes}
+        if self.labeler is not None:
+            arrays.update(self.labeler.arrays())
         write_npz_atomic(path, arrays, meta)
 
     @classmethod
@@ -95,8 +114,10 @@ class Parser:
         try:
             featurizer = ArcFeaturizer(features["mode"], features["hash_bits"] or 22,
                                        use_lemma=features["use_lemma"], use_feats=features["use_feats"],
-                                       coarse_from_pos=features["coarse_from_pos"],
+                                       tags=features["tags"],
                                        keys=arrays["keys"], codes=arrays["codes"])
-            return cls(featurizer, arrays["weights"], meta["root"], meta.get("info"))
+            labels = meta.get("labels")
+            labeler = ArcLabeler.from_arrays(labels, arrays) if labels is not None else None
+            return cls(featurizer, arrays["weights"], meta["root"], meta.get("info"), labeler)
         except (KeyError, ValueError, TypeError) as exc:
             raise ModelError(f"{path}: inconsistent model file ({exc})") from None

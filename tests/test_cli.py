@@ -151,7 +151,7 @@ def test_train_prints_each_pass_to_stderr_and_writes_the_model(training: tuple[R
     assert parser.root == "single"  # every es training tree has one root
 
 
-def test_parse_writes_same_tokens_with_valid_trees_and_no_labels(
+def test_parse_writes_same_tokens_with_valid_trees_and_labels(
     prediction: tuple[Result, Path], files: dict[str, Path]
 ) -> None:
     result, pred = prediction
@@ -167,7 +167,10 @@ def test_parse_writes_same_tokens_with_valid_trees_and_no_labels(
         assert heads.count(0) == 1  # the model's tree space is 'single'
         assert find_cycle(heads) is None
         assert is_projective(heads)
-        assert all(row[DEPREL] == "_" and row[COL9] == "_" and row[COL10] == "_" for row in sentence.rows)
+        assert all(row[COL9] == "_" and row[COL10] == "_" for row in sentence.rows)
+    train_labels = {label for s in read_conll(files["train"]) for label in s.deprels}
+    predicted = [row[DEPREL] for s in parsed for row in s.rows]
+    assert set(predicted) <= train_labels and len(set(predicted)) > 3  # the labeler names the arcs
 
 
 def test_evaluate_json_matches_attachment_scores(prediction: tuple[Result, Path], files: dict[str, Path]) -> None:
@@ -176,9 +179,9 @@ def test_evaluate_json_matches_attachment_scores(prediction: tuple[Result, Path]
     assert_ok(result)
     scores = json.loads(result.stdout)  # one JSON object and nothing else
     assert isinstance(scores, dict)
-    assert {"uas", "las", "uas_nopunct", "las_nopunct", "tokens"} <= scores.keys()
-    assert scores["las"] is None and scores["las_nopunct"] is None
+    assert {"uas", "las", "uas_nopunct", "las_nopunct", "las_universal", "tokens"} <= scores.keys()
     direct = attachment_scores(read_conll(files["test"]), read_conll(pred))
+    assert scores["las"] == direct["las"] and 0.0 < scores["las"] <= scores["uas"]
     assert scores["uas"] == direct["uas"]
     assert scores["uas_nopunct"] == direct["uas_nopunct"]
     assert scores["tokens"] == sum(len(s) for s in read_conll(files["test"]))

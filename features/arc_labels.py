@@ -1,0 +1,175 @@
+"""Feature templates of the second-stage arc labeler: the label of h -> m given the whole tree.
+
+McDonald, Lerman and Pereira (2006) label the arcs of a tree in a second
+stage, with features of the head and the modifier and of the tree around
+them; egnlp does the same with a maximum-entropy classifier per arc (one
+event per word, :mod:`egnlp.training.maxent_problem`).  Because the tree is
+known, the templates can read what a first-order arc score cannot: the
+modifier's children (in UD the case marker of an ``obl`` or ``nmod`` is a
+child of the modifier), its siblings, and the head's own head.
+
+For the arc h -> m (h = 0 is the root row) the templates are, over the atoms
+of :mod:`egnlp.features.arc_templates` (W word, X prefix, P fine POS, C
+coarse POS, L lemma, F morphological features) with ``d`` the direction and
+distance slot (:func:`~egnlp.features.arc_templates.dirdist_slot`):
+
+- a bias; mW, mL, mC, mP, mF, mX; hW, hL, hC, hP, hF;
+- hC.mC, hP.mP, hC.mC.d, hP.mP.d, d, hL.mC, hC.mL, hL.mL, hC.mF, mC.mF,
+  hC.hF.mC;
+- gC.hC.mC with g the head of h (a pad when h is the root);
+- the neighbours of m: (m-1)C.mC.hC, mC.(m+1)C.hC;
+- each child c of m: cC.mC, cL.mC, cL.cC.hC; the number of m's children
+  (0, 1, 2, 3+) with mC;
+- each other child s of h: sC.mC; whether m is the nearest and the farthest
+  child of h on its side, with hC.mC; the number of h's children with hC.
+
+Every template instance is a non-zero uint64 key, as for the arc features.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from egnlp.features.arc_templates import CPOS, FEATS, LEMMA, POS, PREFIX, WORD, _PAD_LEFT, _PAD_RIGHT, dirdist_slot
+from egnlp.features.hashing import combine
+
+_T0 = 1000  # label template numbers start here (a key space apart from the arc templates')
+N_FIXED_KEYS = 29  # keys of an arc besides those per child of m and per sibling
+KEYS_PER_CHILD = 3
+KEYS_PER_SIBLING = 1
+
+
+@njit(cache=True)
+def _lkey(template, a, b, c, d):
+    """Key of label template ``template`` over up to four atoms (unused atoms are 0); never 0."""
+    k = combine(np.uint64(_T0 + template), a)
+    k = combine(k, b)
+    k = combine(k, c)
+    k = combine(k, d)
+    return k if k != 0 else np.uint64(1)
+
+
+@njit(cache=True)
+def _count_bin(k):
+    return np.int64(k if k < 3 else 3)
+
+
+@njit(cache=True)
+def _arc_keys(atoms, base, n, heads, child_ptr, child_ids, m, out):
+    """Write the label keys of the arc heads[m] -> m of one sentence into ``out``; return their number.
+
+    ``heads`` (n + 1,) int64 sentence-local heads (heads[0] = -1); the
+    children of token x are ``child_ids[child_ptr[x]:child_ptr[x + 1]]`` in
+    increasing order.
+    """
+    h = heads[m]
+    H = base + h
+    M = base + m
+    slot = dirdist_slot(h, m)
+    mc, mp, ml = atoms[M, CPOS], atoms[M, POS], atoms[M, LEMMA]
+    hc, hp, hl = atoms[H, CPOS], atoms[H, POS], atoms[H, LEMMA]
+    c = 0
+    out[c] = _lkey(0, 0, 0, 0, 0)
+    c += 1
+    for t, col in enumerate((WORD, LEMMA, CPOS, POS, FEATS, PREFIX)):
+        out[c] = _lkey(1 + t, atoms[M, col], 0, 0, 0)
+        c += 1
+    for t, col in enumerate((WORD, LEMMA, CPOS, POS, FEATS)):
+        out[c] = _lkey(7 + t, atoms[H, col], 0, 0, 0)
+        c += 1
+    out[c] = _lkey(12, hc, mc, 0, 0)
+    out[c + 1] = _lkey(13, hp, mp, 0, 0)
+    out[c + 2] = _lkey(14, hc, mc, slot, 0)
+    out[c + 3] = _lkey(15, hp, mp, slot, 0)
+    out[c + 4] = _lkey(16, slot, 0, 0, 0)
+    out[c + 5] = _lkey(17, hl, mc, 0, 0)
+    out[c + 6] = _lkey(18, hc, ml, 0, 0)
+    out[c + 7] = _lkey(19, hl, ml, 0, 0)
+    out[c + 8] = _lkey(20, hc, atoms[M, FEATS], 0, 0)
+    out[c + 9] = _lkey(21, mc, atoms[M, FEATS], 0, 0)
+    out[c + 10] = _lkey(22, hc, atoms[H, FEATS], mc, 0)
+    c += 11
+    g = heads[h] if h > 0 else -1
+    out[c] = _lkey(23, atoms[base + g, CPOS] if g >= 0 else _PAD_LEFT, hc, mc, 0)
+    left = atoms[M - 1, CPOS] if m > 1 else _PAD_LEFT
+    right = atoms[M + 1, CPOS] if m < n else _PAD_RIGHT
+    out[c + 1] = _lkey(24, left, mc, hc, 0)
+    out[c + 2] = _lkey(25, mc, right, hc, 0)
+    c += 3
+    lo, hi = child_ptr[m], child_ptr[m + 1]
+    for j in range(lo, hi):
+        x = base + child_ids[j]
+        out[c] = _lkey(26, atoms[x, CPOS], mc, 0, 0)
+        out[c + 1] = _lkey(27, atoms[x, LEMMA], mc, 0, 0)
+        out[c + 2] = _lkey(28, atoms[x, LEMMA], atoms[x, CPOS], hc, 0)
+        c += KEYS_PER_CHILD
+    out[c] = _lkey(29, _count_bin(hi - lo), mc, 0, 0)
+    c += 1
+    # siblings: the other children of h, and where m stands among those on its side
+    nearest = True
+    farthest = True
+    for j in range(child_ptr[h], child_ptr[h + 1]):
+        s = child_ids[j]
+        if s == m:
+            continue
+        out[c] = _lkey(30, atoms[base + s, CPOS], mc, 0, 0)
+        c += KEYS_PER_SIBLING
+        if (s < h) == (m < h):
+            if abs(s - h) < abs(m - h):
+                nearest = False
+            else:
+                farthest = False
+    out[c] = _lkey(31, np.int64(nearest) * 2 + np.int64(farthest), hc, mc, 0)
+    out[c + 1] = _lkey(32, _count_bin(child_ptr[h + 1] - child_ptr[h]), hc, 0, 0)
+    return c + 2
+
+
+@njit(cache=True)
+def label_keys(tok_ptr, atoms, head_rows):
+    """The label keys of every word's arc in a corpus of trees.
+
+    Args:
+        tok_ptr, atoms: an encoded corpus (:class:`~egnlp.features.arc_templates.EncodedCorpus`).
+        head_rows: the head of every row (sentence-local, -1 on root rows), like
+            :meth:`EncodedCorpus.heads_rows`; the heads of a sentence must form a tree.
+
+    Returns:
+        ``(ev_ptr, keys)``: the keys of word i (words numbered across the
+        corpus, root rows skipped) are ``keys[ev_ptr[i]:ev_ptr[i + 1]]``.
+    """
+    n_sent = tok_ptr.shape[0] - 1
+    n_words = atoms.shape[0] - n_sent
+    # an upper bound of the keys: the fixed ones, per child of m, per sibling of m
+    total = 0
+    for s in range(n_sent):
+        base = tok_ptr[s]
+        n = tok_ptr[s + 1] - base - 1
+        kids = np.zeros(n + 1, dtype=np.int64)
+        for m in range(1, n + 1):
+            kids[head_rows[base + m]] += 1
+        for m in range(1, n + 1):
+            total += N_FIXED_KEYS + KEYS_PER_CHILD * kids[m] + KEYS_PER_SIBLING * kids[head_rows[base + m]]
+    ev_ptr = np.zeros(n_words + 1, dtype=np.int64)
+    keys = np.empty(total, dtype=np.uint64)
+    word = 0
+    c = 0
+    for s in range(n_sent):
+        base = tok_ptr[s]
+        n = tok_ptr[s + 1] - base - 1
+        heads = head_rows[base : base + n + 1]
+        child_ptr = np.zeros(n + 2, dtype=np.int64)
+        for m in range(1, n + 1):
+            child_ptr[heads[m] + 1] += 1
+        for x in range(n + 1):
+            child_ptr[x + 1] += child_ptr[x]
+        fill = child_ptr[:-1].copy()
+        child_ids = np.empty(n, dtype=np.int64)
+        for m in range(1, n + 1):  # increasing m: each child list comes out sorted
+            child_ids[fill[heads[m]]] = m
+            fill[heads[m]] += 1
+        for m in range(1, n + 1):
+            c += _arc_keys(atoms, base, n, heads, child_ptr, child_ids, m, keys[c:])
+            word += 1
+            ev_ptr[word] = c
+    return ev_ptr, keys[:c]

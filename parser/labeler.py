@@ -1,0 +1,122 @@
+"""The second-stage arc labeler: DEPREL for every arc of a tree (McDonald, Lerman and Pereira 2006).
+
+A maximum-entropy classifier over the labels of each word's arc, with the
+features of :mod:`egnlp.features.arc_labels` (the head, the modifier and the
+tree around them).  Its features are (predicate, label) pairs seen in
+training (:mod:`egnlp.features.label_pairs`); a predicate is a template key
+of :mod:`egnlp.features.arc_labels`, looked up in an alphabet of the keys
+seen in training.  Decoding takes, per arc, the best label among those seen
+with the same kind of head in training: a label seen only under the root
+(UD ``root``) is never given to another arc, and a word attached to the root
+gets a label seen there.
+
+Why a second stage rather than labeled arc parts: ``docs/labels.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numba import njit
+
+from egnlp.features.arc_labels import label_keys
+from egnlp.features.arc_templates import EncodedCorpus
+from egnlp.features.hashing import KeyTable, table_lookup
+from egnlp.features.label_pairs import label_scores
+
+
+@njit(cache=True)
+def _lookup(table_keys, table_vals, ev_ptr, keys):
+    """Map every key to its alphabet row, dropping keys that are not there: ``(ev_ptr, ids)``."""
+    out_ptr = np.zeros(ev_ptr.shape[0], dtype=np.int64)
+    ids = np.empty(keys.shape[0], dtype=np.int64)
+    c = 0
+    for i in range(ev_ptr.shape[0] - 1):
+        for j in range(ev_ptr[i], ev_ptr[i + 1]):
+            row = table_lookup(table_keys, table_vals, keys[j])
+            if row >= 0:
+                ids[c] = row
+                c += 1
+        out_ptr[i + 1] = c
+    return out_ptr, ids[:c]
+
+
+def predicate_ids(table: KeyTable, ev_ptr: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The alphabet rows of the keys of every event (keys not in ``table`` dropped): CSR ``(ev_ptr, ids)``."""
+    return _lookup(table.table_keys, table.table_vals, ev_ptr, keys)
+
+
+class ArcLabeler:
+    """Labels of arcs: an alphabet of predicate keys, (predicate, label) features and their weights.
+
+    Args:
+        labels: the label names; ``root_ok`` / ``other_ok`` (len(labels),)
+            bool say which labels may go on an arc from the root / from a word.
+        keys: (P,) uint64 predicate keys, sorted and unique (predicate id = rank).
+        feat_ptr: (P+1,) int64, the features of predicate p are
+            ``feat_ptr[p]:feat_ptr[p+1]``; ``feat_label`` (n,) their labels;
+            ``weights`` (n,) float64.
+    """
+
+    def __init__(self, labels: Sequence[str], root_ok: np.ndarray, other_ok: np.ndarray, keys: np.ndarray,
+                 feat_ptr: np.ndarray, feat_label: np.ndarray, weights: np.ndarray):
+        self.labels = [str(label) for label in labels]
+        L = len(self.labels)
+        if L < 1 or len(set(self.labels)) != L:
+            raise ValueError("a labeler needs at least one label and no repeated labels")
+        self.root_ok = np.asarray(root_ok, dtype=np.bool_)
+        self.other_ok = np.asarray(other_ok, dtype=np.bool_)
+        self.keys = np.ascontiguousarray(keys, dtype=np.uint64)
+        self.feat_ptr = np.ascontiguousarray(feat_ptr, dtype=np.int64)
+        self.feat_label = np.ascontiguousarray(feat_label, dtype=np.int64)
+        self.weights = np.ascontiguousarray(weights, dtype=np.float64)
+        n = self.feat_label.shape[0]
+        if self.root_ok.shape != (L,) or self.other_ok.shape != (L,) or not self.root_ok.any() \
+                or not self.other_ok.any():
+            raise ValueError("root_ok and other_ok need one flag per label, some of each set")
+        if self.keys.ndim != 1 or (self.keys.size > 1 and np.any(self.keys[1:] <= self.keys[:-1])):
+            raise ValueError("predicate keys must be sorted and unique")
+        if self.feat_ptr.shape != (self.keys.size + 1,) or self.feat_ptr[0] != 0 or self.feat_ptr[-1] != n \
+                or np.any(np.diff(self.feat_ptr) < 0):
+            raise ValueError(f"feat_ptr must be a CSR pointer over {n} features for {self.keys.size} predicates")
+        if self.weights.shape != (n,) or (n and (self.feat_label.min() < 0 or self.feat_label.max() >= L)):
+            raise ValueError(f"{self.weights.shape[0]} weights for {n} features, labels in [0, {L})")
+        self.table = KeyTable(self.keys)
+
+    def events(self, encoded: EncodedCorpus, heads_list: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """Predicate ids of every word's arc in the trees ``heads_list``: CSR ``(ev_ptr, ids)``."""
+        ev_ptr, keys = label_keys(encoded.tok_ptr, encoded.atoms, encoded.heads_rows(heads_list))
+        return predicate_ids(self.table, ev_ptr, keys)
+
+    def scores(self, events: tuple[np.ndarray, np.ndarray], weights: np.ndarray | None = None) -> np.ndarray:
+        """Label scores (words, labels) of encoded events under ``weights`` (default: the model's)."""
+        w = self.weights if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+        return label_scores(events[0], events[1], self.feat_ptr, self.feat_label, w, len(self.labels))
+
+    def best(self, scores: np.ndarray, at_root: np.ndarray) -> np.ndarray:
+        """The best allowed label id of every word, given whether its head is the root (both (words,))."""
+        allowed = np.where(at_root[:, None], self.root_ok[None, :], self.other_ok[None, :])
+        return np.where(allowed, scores, -np.inf).argmax(axis=1)
+
+    def label(self, encoded: EncodedCorpus, heads_list: Sequence[Sequence[int]]) -> list[list[str]]:
+        """DEPREL of every word of the trees ``heads_list`` (one list of heads per sentence, 0 = root)."""
+        ids = self.best(self.scores(self.events(encoded, heads_list)),
+                        np.concatenate([np.asarray(h, dtype=np.int64) == 0 for h in heads_list])
+                        if heads_list else np.zeros(0, dtype=np.bool_))
+        out = []
+        start = 0
+        for heads in heads_list:
+            out.append([self.labels[k] for k in ids[start:start + len(heads)]])
+            start += len(heads)
+        return out
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays of a model file (the labels are stored by the caller's metadata)."""
+        return {"labeler_keys": self.keys, "labeler_feat_ptr": self.feat_ptr, "labeler_feat_label": self.feat_label,
+                "labeler_weights": self.weights, "labeler_root_ok": self.root_ok, "labeler_other_ok": self.other_ok}
+
+    @classmethod
+    def from_arrays(cls, labels: Sequence[str], arrays: dict[str, np.ndarray]) -> "ArcLabeler":
+        return cls(labels, arrays["labeler_root_ok"], arrays["labeler_other_ok"], arrays["labeler_keys"],
+                   arrays["labeler_feat_ptr"], arrays["labeler_feat_label"], arrays["labeler_weights"])

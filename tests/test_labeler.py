@@ -1,0 +1,86 @@
+"""The second-stage arc labeler: its templates read the tree, it learns labels, decodes within the
+root constraint, and survives a model file."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from egnlp.api import train_labeler, train_parser
+from egnlp.corpora import load_dataset, parse_conll
+from egnlp.features.arc_featurizer import ArcFeaturizer
+from egnlp.features.arc_labels import KEYS_PER_CHILD, KEYS_PER_SIBLING, N_FIXED_KEYS, label_keys
+from egnlp.parser.model import Parser
+
+
+def _sentence(rows):
+    """CoNLL-U text of (form, lemma, upos, head, deprel) rows."""
+    lines = [f"{i}\t{form}\t{lemma}\t{upos}\t_\t_\t{head}\t{rel}\t_\t_"
+             for i, (form, lemma, upos, head, rel) in enumerate(rows, start=1)]
+    return "\n".join(lines) + "\n\n"
+
+
+SENTENCE = [("Vi", "ver", "VERB", 0, "root"), ("la", "el", "DET", 3, "det"), ("casa", "casa", "NOUN", 1, "obj"),
+            ("de", "de", "ADP", 5, "case"), ("Ana", "Ana", "PROPN", 3, "nmod")]
+
+
+def test_keys_per_arc_follow_the_tree():
+    sentences = parse_conll(_sentence(SENTENCE))
+    featurizer = ArcFeaturizer.for_corpus(sentences)
+    encoded = featurizer.encode(sentences)
+    heads = [s.heads for s in sentences]
+    ev_ptr, keys = label_keys(encoded.tok_ptr, encoded.atoms, encoded.heads_rows(heads))
+    children = Counter(heads[0])
+    expected = [N_FIXED_KEYS + KEYS_PER_CHILD * children[m] + KEYS_PER_SIBLING * (children[h] - 1)
+                for m, h in enumerate(heads[0], start=1)]
+    assert np.diff(ev_ptr).tolist() == expected
+    assert np.all(keys != 0)
+    # a child of the modifier is read: another case marker under "Ana" changes the keys of its arc
+    other = parse_conll(_sentence([*SENTENCE[:3], ("sin", "sin", "ADP", 5, "case"), SENTENCE[4]]))
+    enc2 = featurizer.encode(other)
+    ptr2, keys2 = label_keys(enc2.tok_ptr, enc2.atoms, enc2.heads_rows([s.heads for s in other]))
+    arc = slice(ev_ptr[4], ev_ptr[5])  # "Ana"'s arc
+    assert set(keys[arc]) != set(keys2[ptr2[4]:ptr2[5]])
+    assert set(keys[ev_ptr[0]:ev_ptr[1]]) == set(keys2[ptr2[0]:ptr2[1]])  # "Vi" sees neither
+
+
+@pytest.fixture(scope="module")
+def es_small():
+    train = load_dataset("es", "train")[:400]
+    dev = load_dataset("es", "dev")[:100]
+    return train, dev
+
+
+def test_labeler_learns_the_labels_of_gold_trees(es_small):
+    train, dev = es_small
+    featurizer = ArcFeaturizer.for_corpus(train)
+    labeler, result = train_labeler(featurizer, train, max_passes=15, dev=dev)
+    predicted = labeler.label(featurizer.encode(dev), [s.heads for s in dev])
+    gold = [label for s in dev for label in s.deprels]
+    flat = [label for labels in predicted for label in labels]
+    accuracy = np.mean([p == g for p, g in zip(flat, gold)])
+    majority = Counter(label for s in train for label in s.deprels).most_common(1)[0][0]
+    assert accuracy > 0.85 and accuracy > np.mean([g == majority for g in gold]) + 0.25
+    assert result.final.dev == pytest.approx(100 * accuracy)
+    assert result.records[-1].primal < result.records[0].primal
+    # the root constraint: root-only labels (es: ROOT) exactly on the words attached to the root
+    root_only = {label for label, ok_root, ok_other in zip(labeler.labels, labeler.root_ok, labeler.other_ok)
+                 if ok_root and not ok_other}
+    assert root_only == {"ROOT"}
+    for s, labels in zip(dev, predicted):
+        assert [h == 0 for h in s.heads] == [label == "ROOT" for label in labels]
+
+
+def test_a_labeled_parser_round_trips_through_its_model_file(es_small, tmp_path):
+    train, dev = es_small
+    parser, _ = train_parser(train[:150], max_passes=2)
+    assert parser.labeler is not None and parser.info["labeler"]["labels"] == len(parser.labeler.labels)
+    path = tmp_path / "labeled.npz"
+    parser.save(path)
+    loaded = Parser.load(path)
+    assert loaded.labeler.labels == parser.labeler.labels
+    assert [s.lines() for s in loaded.parse(dev)] == [s.lines() for s in parser.parse(dev)]
+    unlabeled, _ = train_parser(train[:150], max_passes=2, labels=False)
+    assert unlabeled.labeler is None and all(set(s.deprels) == {"_"} for s in unlabeled.parse(dev[:5]))
