@@ -15,7 +15,7 @@ from .datasets import (
     load_dataset,
     load_sentences,
 )
-from .errors import CorpusError, DataNotFoundError
+from .errors import CorpusError, DataNotFoundError, InvalidTreeError
 from .malt import parse_malt_tab
 from .sentence import Sentence, is_projective
 
@@ -23,6 +23,7 @@ __all__ = [
     "CorpusError",
     "DataNotFoundError",
     "DatasetInfo",
+    "InvalidTreeError",
     "Sentence",
     "dataset_root",
     "dataset_task",

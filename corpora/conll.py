@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from conllu.exceptions import ParseException
 from conllu.parser import parse_id_value, parse_int_value
 
-from .errors import CorpusError
+from .errors import CorpusError, InvalidTreeError
 from .files import decode, read_bytes, write_text_atomic
 from .sentence import BLANK, FORM, HEAD, ID, N_CHUNK_COLUMNS, N_COLUMNS, Sentence, find_cycle
 
@@ -32,7 +32,8 @@ Block = list[tuple[int, str]]
 
 
 def read_conll(
-    path: str | os.PathLike[str], *, encoding: str = "utf-8", require_heads: bool = True
+    path: str | os.PathLike[str], *, encoding: str = "utf-8", require_heads: bool = True,
+    invalid: list[str] | None = None,
 ) -> list[Sentence]:
     """Read a CoNLL-X or CoNLL-U file, or one with an 11th (chunk) column.
 
@@ -42,26 +43,38 @@ def read_conll(
         encoding: the file's text encoding.
         require_heads: when False, sentences whose HEAD column is ``_`` on
             every token are accepted (text to be parsed); when True they raise.
+        invalid: when a list is given, sentences whose heads do not form a
+            tree are skipped, and the message of each (``file:line: reason``)
+            is appended to it; otherwise they raise.
 
     Raises:
         CorpusError: the file is missing, does not decode, is malformed or
-            holds no sentence.
+            holds no sentence; :class:`InvalidTreeError` for a sentence whose
+            heads do not form a tree (unless ``invalid`` is given).
     """
     source = os.fspath(path)
     data = read_bytes(source)
-    return parse_conll(decode(data, source, encoding), source, require_heads=require_heads)
+    return parse_conll(decode(data, source, encoding), source, require_heads=require_heads, invalid=invalid)
 
 
-def parse_conll(text: str, source: str = "<string>", *, require_heads: bool = True) -> list[Sentence]:
+def parse_conll(text: str, source: str = "<string>", *, require_heads: bool = True,
+                invalid: list[str] | None = None) -> list[Sentence]:
     """Parse CoNLL-X / CoNLL-U text; ``source`` names it in messages.
 
-    See :func:`read_conll` for ``require_heads`` and the errors raised.
+    See :func:`read_conll` for ``require_heads``, ``invalid`` and the errors raised.
     """
     text = text.removeprefix("\ufeff")
     width = _Width(source)
-    sentences = [_parse_block(block, source, require_heads, width) for block in split_blocks(text)]
+    sentences = []
+    for block in split_blocks(text):
+        try:
+            sentences.append(_parse_block(block, source, require_heads, width))
+        except InvalidTreeError as error:
+            if invalid is None:
+                raise
+            invalid.append(str(error))
     if not sentences:
-        raise CorpusError(f"{source}: no sentences found")
+        raise CorpusError(f"{source}: no sentences found" + (" with a valid tree" if invalid else ""))
     return sentences
 
 
@@ -114,29 +127,29 @@ def check_heads(
     blank = [value == BLANK for value in head_column]
     if all(blank):
         if require_heads:
-            raise CorpusError(f"{source}:{lines[0]}: HEAD is '_' on every token, but gold heads are needed")
+            raise InvalidTreeError(f"{source}:{lines[0]}: HEAD is '_' on every token, but gold heads are needed")
         return
     if any(blank):
         first = blank.index(True)
-        raise CorpusError(f"{source}:{lines[first]}: HEAD is '_' while other tokens of the sentence have heads")
+        raise InvalidTreeError(f"{source}:{lines[first]}: HEAD is '_' while other tokens of the sentence have heads")
     n = len(head_column)
     heads = []
     for i, value in enumerate(head_column):
         try:
             head = parse_int_value(value)
         except ParseException:
-            raise CorpusError(f"{source}:{lines[i]}: HEAD '{value}' is not an integer") from None
+            raise InvalidTreeError(f"{source}:{lines[i]}: HEAD '{value}' is not an integer") from None
         if not 0 <= head <= n:
-            raise CorpusError(f"{source}:{lines[i]}: HEAD {head} is outside 0..{n}")
+            raise InvalidTreeError(f"{source}:{lines[i]}: HEAD {head} is outside 0..{n}")
         if head == i + 1:
-            raise CorpusError(f"{source}:{lines[i]}: token {head} is its own head")
+            raise InvalidTreeError(f"{source}:{lines[i]}: token {head} is its own head")
         heads.append(head)
     if 0 not in heads:
-        raise CorpusError(f"{source}:{lines[0]}: no token is attached to the root (HEAD 0)")
+        raise InvalidTreeError(f"{source}:{lines[0]}: no token is attached to the root (HEAD 0)")
     cycle = find_cycle(heads)
     if cycle is not None:
         names = " -> ".join(f"{token} '{forms[token - 1]}'" for token in [*cycle, cycle[0]])
-        raise CorpusError(f"{source}:{lines[cycle[0] - 1]}: cycle among tokens {names}")
+        raise InvalidTreeError(f"{source}:{lines[cycle[0] - 1]}: cycle among tokens {names}")
 
 
 class _Width:

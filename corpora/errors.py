@@ -12,3 +12,8 @@ class CorpusError(Exception):
 
 class DataNotFoundError(CorpusError):
     """An NLTK data package that a data set needs is not installed."""
+
+
+class InvalidTreeError(CorpusError):
+    """A sentence whose HEAD column does not form a tree rooted at 0 (a cycle, a head out of range,
+    a word that is its own head, no root, or ``_`` beside integer heads)."""

@@ -18,7 +18,7 @@ from egnlp.corpora import Sentence, guess_root
 from egnlp.features.arc_featurizer import ArcFeaturizer
 from egnlp.features.arc_labels import label_keys
 from egnlp.features.hashing import KeyTable
-from egnlp.parser.eisner import eisner_argmax
+from egnlp.parser.trees import AUTO, PROJECTIVE, choose_tree, tree_space
 from egnlp.parser.labeler import ArcLabeler, predicate_ids
 from egnlp.parser.model import Parser
 from egnlp.parser.problem import ParsingProblem
@@ -36,8 +36,9 @@ DEFAULT_PARSER_TRAINER = "eg-mm"
 DEFAULT_PARSER_C = {"ll": 20.0, "mm": 100.0}
 
 
-def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: str):
-    """A ``w -> UAS`` function over ``sentences`` (punctuation counted), for dev records."""
+def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: str, tree: str = PROJECTIVE):
+    """A ``w -> UAS`` function over ``sentences`` (punctuation counted) in a tree space, for dev records."""
+    argmax = tree_space(tree).argmax
     pf = featurizer.part_features(featurizer.encode(sentences))
     gold = [np.asarray(s.heads) for s in sentences]
     total = sum(len(g) for g in gold)
@@ -47,7 +48,7 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
         for s, g in enumerate(gold):
             lo, hi = pf.parts(s)
             k = len(g) + 1
-            heads = eisner_argmax(pf.scores(lo, hi, w).reshape(k, k), root=root)
+            heads = argmax(pf.scores(lo, hi, w).reshape(k, k), root=root)
             correct += int((heads[1:] == g).sum())
         return 100.0 * correct / max(total, 1)
 
@@ -55,29 +56,37 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
 
 
 def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: str = "alphabet",
-                          hash_bits: int = 22) -> tuple[ArcFeaturizer, ParsingProblem, float]:
-    """Fit the arc features on ``train`` and compile its parsing problem; also the seconds it took."""
+                          hash_bits: int = 22, tags: str | None = None,
+                          tree: str = PROJECTIVE) -> tuple[ArcFeaturizer, ParsingProblem, float]:
+    """Fit the arc features on ``train`` and compile its parsing problem; also the seconds it took.
+
+    ``tags`` (both, upos, xpos; default: chosen from the data) names the tag columns the templates
+    read; ``tree`` (projective, non-projective) and ``root`` (single, multi) are the tree space.
+    """
     missing = [i for i, s in enumerate(train) if s.heads is None]
     if missing:
         raise ValueError(f"training sentence {missing[0] + 1} has no heads")
     start = time.perf_counter()
-    featurizer = ArcFeaturizer.for_corpus(train, feature_mode, hash_bits)
+    featurizer = ArcFeaturizer.for_corpus(train, feature_mode, hash_bits, tags)
     encoded = featurizer.encode(train)
     heads = [s.heads for s in train]
     featurizer.fit(encoded, heads)
-    problem = ParsingProblem(featurizer.part_features(encoded), heads, root)
+    problem = ParsingProblem(featurizer.part_features(encoded), heads, root, tree)
     return featurizer, problem, time.perf_counter() - start
 
 
 def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = None, *,
                  trainer: str = DEFAULT_PARSER_TRAINER, root: str | None = None, feature_mode: str = "alphabet",
-                 hash_bits: int = 22, labels: bool = True, callbacks: Sequence[Callback] = (),
-                 state: dict | None = None, **settings) -> tuple[Parser, TrainResult]:
+                 hash_bits: int = 22, tags: str | None = None, tree: str = AUTO, labels: bool = True,
+                 callbacks: Sequence[Callback] = (), state: dict | None = None,
+                 **settings) -> tuple[Parser, TrainResult]:
     """Train a first-order parser on ``train`` (sentences with heads), and its arc labeler when the
     sentences carry labels (unless ``labels`` is False).
 
     ``root`` is "single" or "multi" (default: "single" when every training
-    tree has one root child); ``settings`` go to the trainer's config (for
+    tree has one root child); ``tree`` is "projective", "non-projective" or
+    "auto" (non-projective when more than 1% of the training trees are);
+    ``settings`` go to the trainer's config (for
     EG: C, max_passes, tol, seed, eta_init, order, max_seconds, anneal; see
     ``egnlp.training.registry.TRAINERS`` for the others).  C defaults to
     :data:`DEFAULT_PARSER_C` of the trainer's objective.  ``state`` warm-starts
@@ -90,8 +99,9 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     settings.setdefault("C", DEFAULT_PARSER_C[spec.objective])
     config = make_config(spec, **settings)
     root = root or guess_root(train)
-    featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits)
-    dev_score = uas_scorer(featurizer, dev, root) if dev else None
+    tree = choose_tree([s.heads for s in train], tree)
+    featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits, tags, tree)
+    dev_score = uas_scorer(featurizer, dev, root, tree) if dev else None
     result = spec.fit(problem, config=config, dev=dev_score, callbacks=tuple(callbacks), state=state)
     final = result.final
     info = {
@@ -105,12 +115,13 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
         "final": final.as_dict(),
     }
     labeler = _labeler(featurizer, train, labels, info)
-    return Parser(featurizer, result.weights, root, info, labeler), result
+    return Parser(featurizer, result.weights, root, info, labeler, tree), result
 
 
 def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Sequence[float], *,
                       trainer: str = DEFAULT_PARSER_TRAINER, root: str | None = None, feature_mode: str = "alphabet",
-                      hash_bits: int = 22, tol: float = 1e-3, labels: bool = True,
+                      hash_bits: int = 22, tags: str | None = None, tree: str = AUTO, tol: float = 1e-3,
+                      labels: bool = True,
                       callbacks: Sequence[Callback] = (), on_point=None, **settings) -> tuple[Parser, list[PathPoint]]:
     """Train a warm-started path of C values (Collins et al. 2008, Sec. 7.1.2) and return the
     parser of the C with the best dev UAS, with the path's points."""
@@ -120,8 +131,9 @@ def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Se
         raise ValueError("a regularization path picks C on dev data: give a dev set")
     spec = get_trainer(trainer)
     root = root or guess_root(train)
-    featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits)
-    points = regularization_path(problem, spec, list(Cs), dev=uas_scorer(featurizer, dev, root), tol=tol,
+    tree = choose_tree([s.heads for s in train], tree)
+    featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits, tags, tree)
+    points = regularization_path(problem, spec, list(Cs), dev=uas_scorer(featurizer, dev, root, tree), tol=tol,
                                  callbacks=tuple(callbacks), on_point=on_point, **settings)
     best = max(points, key=lambda p: p.dev_uas)
     info = {
@@ -135,7 +147,7 @@ def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Se
         "final": best.result.final.as_dict(),
     }
     labeler = _labeler(featurizer, train, labels, info)
-    return Parser(featurizer, best.result.weights, root, info, labeler), points
+    return Parser(featurizer, best.result.weights, root, info, labeler, tree), points
 
 
 def _labeler(featurizer: ArcFeaturizer, train: Sequence[Sentence], labels: bool, info: dict) -> ArcLabeler | None:

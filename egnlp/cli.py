@@ -65,6 +65,18 @@ class FeatureMode(str, Enum):
     hash = "hash"
 
 
+class Tree(str, Enum):
+    projective = "projective"
+    non_projective = "non-projective"
+    auto = "auto"
+
+
+class TagColumns(str, Enum):
+    both = "both"
+    upos = "upos"
+    xpos = "xpos"
+
+
 @data_app.command("list")
 def data_list() -> None:
     """List the named data sets and whether their NLTK packages are found."""
@@ -89,9 +101,11 @@ def data_export(name: str = typer.Argument(..., help="Data set name (see 'egnlp 
     typer.echo(f"wrote {len(sentences)} sentences to {out}", err=True)
 
 
-def _training_data(data: Optional[str], train: Optional[Path], dev: Optional[Path], encoding: str):
-    """(train sentences, dev sentences or None, the data set's tree space or None) of a parser command."""
-    sets = training_sets(data, train, dev, trees=True, encoding=encoding)
+def _training_data(data: Optional[str], train: Optional[Path], dev: Optional[Path], encoding: str,
+                   invalid: list[str] | None = None):
+    """(train sentences, dev sentences or None, the data set's root constraint or None) of a parser command;
+    with ``invalid`` a list, sentences whose heads do not form a tree are skipped into it."""
+    sets = training_sets(data, train, dev, trees=True, encoding=encoding, invalid=invalid)
     return sets.train, sets.dev, dataset_root(sets.dataset) if sets.dataset is not None else None
 
 
@@ -123,11 +137,20 @@ def parser_train(
     max_seconds: MaxSecondsOption = None,
     root: Optional[Root] = typer.Option(None, "--root", help="Tree space: one root child or any number "
                                         "(default: the data set's, or 'single' if every training tree has one)."),
+    tree: Tree = typer.Option(Tree.auto, "--tree", help="Tree space: projective (Eisner), non-projective "
+                              "(Chu-Liu-Edmonds, matrix-tree theorem), or auto: non-projective when more than 1% "
+                              "of the training trees are."),
+    pos: Optional[TagColumns] = typer.Option(None, "--pos", help="Tag columns the features read: both, upos "
+                                             "(CPOSTAG) or xpos (POSTAG) [default: both where both are filled]."),
+    labels: bool = typer.Option(True, "--labels/--no-labels", help="Train the arc labeler when the training data "
+                                "have DEPREL labels."),
+    skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Skip training and dev sentences whose heads "
+                                      "do not form a tree (and say how many) instead of stopping at the first."),
     features: FeatureMode = typer.Option(FeatureMode.alphabet, "--features", help="Feature ids: gold-arc alphabet or hashing."),
     hash_bits: int = typer.Option(22, "--hash-bits", help="With --features hash: 2^bits feature ids."),
     encoding: EncodingOption = "utf-8",
 ) -> None:
-    """Train a first-order projective parser and save it."""
+    """Train a first-order dependency parser (and its arc labeler) and save it."""
     from egnlp.api import train_parser, train_parser_path
     from egnlp.training.path import parse_c_path
 
@@ -140,8 +163,14 @@ def parser_train(
         spec = get_trainer(trainer)
         make_config(spec, **settings, **trainer_settings(C=Cs[0] if Cs else C or DEFAULT_PARSER_C[spec.objective],
                                                            tol=tol))
-        train_sents, dev_sents, data_root = _training_data(data, train, dev, encoding)
+        invalid: list[str] | None = [] if skip_invalid else None
+        train_sents, dev_sents, data_root = _training_data(data, train, dev, encoding, invalid)
+        if invalid:
+            typer.echo(f"skipped {len(invalid)} sentences whose heads do not form a tree (first: {invalid[0]})",
+                       err=True)
         chosen_root = root.value if root is not None else data_root
+        model_settings = dict(root=chosen_root, tree=tree.value, tags=pos.value if pos is not None else None,
+                              labels=labels, feature_mode=features.value, hash_bits=hash_bits)
         start = time.perf_counter()
         typer.echo(f"training on {len(train_sents)} sentences"
                    + (f", dev {len(dev_sents)}" if dev_sents else ""), err=True)
@@ -152,22 +181,21 @@ def parser_train(
                 note = "" if p.converged else "  (not converged)"
                 typer.echo(f"{p.C:10.4g} {p.eff_iters:8.2f} {p.total_eff_iters:8.2f} {p.dev_uas:7.2f}{note}", err=True)
 
-            model, points = train_parser_path(train_sents, dev_sents, Cs, trainer=trainer, root=chosen_root,
-                                              feature_mode=features.value, hash_bits=hash_bits,
+            model, points = train_parser_path(train_sents, dev_sents, Cs, trainer=trainer, **model_settings,
                                               tol=tol if tol is not None else 1e-3, on_point=show_point, **settings)
             result = next(p.result for p in points if p.C == model.info["config"]["C"])
             typer.echo(f"best C on dev: {model.info['config']['C']:.4g}", err=True)
         else:
             settings.update(trainer_settings(C=C, tol=tol))
             label = f"trainer {trainer}" + (f", C={C:g}" if C is not None else "")
-            model, result = train_parser(
-                train_sents, dev_sents, trainer=trainer, root=chosen_root, feature_mode=features.value,
-                hash_bits=hash_bits, callbacks=[progress_printer(label, has_dual=spec.has_dual)], **settings)
+            model, result = train_parser(train_sents, dev_sents, trainer=trainer, **model_settings,
+                                         callbacks=[progress_printer(label, has_dual=spec.has_dual)], **settings)
         model.save(out)
     except USER_ERRORS as exc:
         fail(str(exc))
     status = "converged" if result.converged else "stopped at the pass limit"
-    typer.echo(f"{status} after {result.final.eff_iters:.1f} effective iterations; "
+    typer.echo(f"{status} after {result.final.eff_iters:.1f} effective iterations; {model.tree} trees, "
+               f"{'labeled' if model.labeler is not None else 'unlabeled'}; "
                f"{time.perf_counter() - start:.1f} s in all; model written to {out}", err=True)
 
 
@@ -178,7 +206,7 @@ def parser_parse(
     out: Path = typer.Option(..., "-o", "--out", help="CoNLL file to write with predicted heads."),
     encoding: str = typer.Option("utf-8", "--encoding", help="Encoding of the input file."),
 ) -> None:
-    """Parse a CoNLL file: predicted HEAD, DEPREL '_' (no labels are predicted)."""
+    """Parse a CoNLL file: predicted HEAD and (with a labeled model) DEPREL; DEPS cleared, empty nodes dropped."""
     try:
         parser = Parser.load(model)
         sentences = read_conll(input, encoding=encoding, require_heads=False)

@@ -29,7 +29,7 @@ class TrainingSets:
 
 
 def training_sets(data: str | None, train: str | os.PathLike[str] | None, dev: str | os.PathLike[str] | None, *,
-                  trees: bool, encoding: str = "utf-8") -> TrainingSets:
+                  trees: bool, encoding: str = "utf-8", invalid: list[str] | None = None) -> TrainingSets:
     """The sentences of ``--data NAME`` (a data set's train and dev splits, or a CoNLL file) or of
     ``--train FILE`` and ``--dev FILE``.
 
@@ -37,6 +37,9 @@ def training_sets(data: str | None, train: str | os.PathLike[str] | None, dev: s
         trees: whether the command trains on dependency trees (a parser: file
             sentences need heads, a data set must be a treebank) or on tags
             (a tagger: any data set; files need no heads).
+        invalid: when a list is given, file sentences whose heads do not form a
+            tree are skipped and their messages appended (see
+            :func:`~egnlp.corpora.read_conll`).
 
     Raises:
         CorpusError: both or neither of ``data`` and ``train``; ``dev`` with a
@@ -52,9 +55,11 @@ def training_sets(data: str | None, train: str | os.PathLike[str] | None, dev: s
                               "see 'egnlp data list'")
         return TrainingSets(load_sentences(data, "train"), load_sentences(data, "dev"), data)
     if data is not None:
-        return TrainingSets(load_sentences(data, encoding=encoding, require_heads=trees), None, None)
-    dev_sentences = read_conll(dev, encoding=encoding, require_heads=trees) if dev is not None else None
-    return TrainingSets(read_conll(train, encoding=encoding, require_heads=trees), dev_sentences, None)
+        if not os.path.isfile(data):
+            load_sentences(data)  # raises: neither a data set nor a file (the message lists the data sets)
+        train = data
+    read = dict(encoding=encoding, require_heads=trees, invalid=invalid)
+    return TrainingSets(read_conll(train, **read), read_conll(dev, **read) if dev is not None else None, None)
 
 
 def read_text(source: str, encoding: str = "utf-8") -> tuple[str, str]:

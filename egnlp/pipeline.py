@@ -65,7 +65,7 @@ def _check_pos_tagger(tagger: Tagger) -> None:
 
 
 def tag_text(text: str, tagger: Tagger, *, comments: bool = True) -> list[Sentence]:
-    """Split and tokenise ``text`` and tag it with a POS ``egnlp.tagger``: one Sentence (no heads) per sentence."""
+    """Split and tokenise ``text`` and tag it with a POS ``tagger``: one Sentence (no heads) per sentence."""
     _check_pos_tagger(tagger)
     pieces = text_sentences(text)
     tags = tagger.predict([tokens for _, tokens in pieces])
@@ -77,14 +77,14 @@ def tag_text(text: str, tagger: Tagger, *, comments: bool = True) -> list[Senten
 
 
 def parse_text(text: str, tagger: Tagger, parser: Parser, *, comments: bool = True) -> list[Sentence]:
-    """Dependency trees of raw ``text``: split, tokenise, tag with ``egnlp.tagger``, parse with ``egnlp.parser``.
+    """Dependency trees of raw ``text``: split, tokenise, tag with ``tagger``, parse with ``parser``.
 
     Returns one Sentence per sentence with the predicted POS tags (CPOSTAG and
     POSTAG) and heads (DEPREL ``_``), with ``# sent_id`` / ``# text``
     comments unless ``comments`` is False.  Text without tokens gives [].
 
     Raises:
-        ValueError: ``egnlp.tagger`` is not a POS tagger (a chunker, say).
+        ValueError: ``tagger`` is not a POS tagger (a chunker, say).
     """
     if not isinstance(parser, Parser):
         raise ValueError(f"parser must be a parser.model.Parser, not {type(parser).__name__}")

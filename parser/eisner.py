@@ -304,6 +304,15 @@ def _check_scores(scores: ArrayLike, name: str = "scores") -> NDArray[np.float64
     return arr
 
 
+def _augmented_scores(scores: ArrayLike, cost: ArrayLike) -> NDArray[np.float64]:
+    """scores + cost, both validated and of the same shape: the scores of a loss-augmented argmax."""
+    arr = _check_scores(scores)
+    cost_arr = _check_scores(cost, "cost")
+    if cost_arr.shape != arr.shape:
+        raise ValueError(f"cost has shape {cost_arr.shape}, scores have shape {arr.shape}")
+    return arr + cost_arr
+
+
 def _solve(kernel, scores: ArrayLike, root: str, undefined: str):
     """``kernel(scores, single)`` on validated scores: its (value, result), unless every tree of the
     tree space scores -inf (ValueError, ending with ``undefined``)."""
@@ -350,11 +359,7 @@ def eisner_argmax_augmented(
     Returns:
         heads: (n + 1,) int64 maximising tree_score(scores + cost, heads).
     """
-    arr = _check_scores(scores)
-    cost_arr = _check_scores(cost, "cost")
-    if cost_arr.shape != arr.shape:
-        raise ValueError(f"cost has shape {cost_arr.shape}, scores have shape {arr.shape}")
-    return eisner_argmax(arr + cost_arr, root)
+    return eisner_argmax(_augmented_scores(scores, cost), root)
 
 
 def tree_score(scores: ArrayLike, heads: ArrayLike) -> float:

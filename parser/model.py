@@ -24,8 +24,8 @@ from egnlp.corpora import Sentence
 from egnlp.corpora.files import ModelError, read_npz, write_npz_atomic
 from egnlp.features.arc_featurizer import ArcFeaturizer
 from egnlp.features.arc_templates import TEMPLATES_VERSION, EncodedCorpus
-from egnlp.parser.eisner import eisner_argmax
 from egnlp.parser.labeler import ArcLabeler
+from egnlp.parser.trees import PROJECTIVE, check_root, tree_space
 
 FORMAT_VERSION = 2  # 2: tag columns by name, the arc labeler
 MODEL_KIND = "egnlp-parser"
@@ -34,14 +34,16 @@ MODEL_KIND = "egnlp-parser"
 class Parser:
     """A first-order dependency parser, with a second-stage arc labeler when trained on labels.
 
-    ``labeler`` (an :class:`~egnlp.parser.labeler.ArcLabeler`, or None for an
-    unlabeled parser) gives every predicted arc its DEPREL.
+    ``tree`` (projective, non-projective) and ``root`` (single, multi) are the
+    tree space it predicts in (:mod:`egnlp.parser.trees`); ``labeler`` (an
+    :class:`~egnlp.parser.labeler.ArcLabeler`, or None for an unlabeled
+    parser) gives every predicted arc its DEPREL.
     """
 
     def __init__(self, featurizer: ArcFeaturizer, weights: np.ndarray, root: str = "multi",
-                 info: dict[str, Any] | None = None, labeler: ArcLabeler | None = None):
-        if root not in ("single", "multi"):
-            raise ValueError(f"root must be 'single' or 'multi', not {root!r}")
+                 info: dict[str, Any] | None = None, labeler: ArcLabeler | None = None, tree: str = PROJECTIVE):
+        check_root(root)
+        self.space = tree_space(tree)
         weights = np.array(weights, dtype=np.float64, order="C")  # a read-only copy of the caller's array
         if weights.shape != (featurizer.n_features,):
             raise ValueError(f"{weights.shape[0]} weights for {featurizer.n_features} features")
@@ -52,6 +54,10 @@ class Parser:
         self.info = dict(info or {})
         self.labeler = labeler
         self._slot_w: np.ndarray | None = None
+
+    @property
+    def tree(self) -> str:
+        return self.space.name
 
     @property
     def weights(self) -> np.ndarray:
@@ -72,7 +78,7 @@ class Parser:
         slot_w = self._slot_weights()
         out = []
         for s in range(len(encoded)):
-            heads = eisner_argmax(self.featurizer.arc_scores(encoded, s, self.weights, slot_w), root=self.root)
+            heads = self.space.argmax(self.featurizer.arc_scores(encoded, s, self.weights, slot_w), root=self.root)
             out.append(heads[1:].tolist())
         return out
 
@@ -94,6 +100,7 @@ class Parser:
             "format_version": FORMAT_VERSION,
             "features": self.featurizer.config(),
             "root": self.root,
+            "tree": self.tree,
             "labels": self.labeler.labels if self.labeler is not None else None,
             "info": self.info,
         }
@@ -118,6 +125,6 @@ class Parser:
                                        keys=arrays["keys"], codes=arrays["codes"])
             labels = meta.get("labels")
             labeler = ArcLabeler.from_arrays(labels, arrays) if labels is not None else None
-            return cls(featurizer, arrays["weights"], meta["root"], meta.get("info"), labeler)
+            return cls(featurizer, arrays["weights"], meta["root"], meta.get("info"), labeler, meta["tree"])
         except (KeyError, ValueError, TypeError) as exc:
             raise ModelError(f"{path}: inconsistent model file ({exc})") from None

@@ -1,11 +1,13 @@
 """Dependency parsing as a structured problem (see training/problem.py).
 
 Parts of sentence i are the (n+1) x (n+1) cells [head, modifier] of its arc
-score matrix in row-major order, the root at 0; the oracles are the Eisner
-kernels of :mod:`egnlp.parser.eisner` over the chosen tree space.  Gold trees are
-kept as they are, including the few that are not projective (45 of the 2,654
-``es`` training sentences): their gold parts still define phi(x_i, y_i) and
-the objectives stay convex and finite, only no projective tree reaches them.
+score matrix in row-major order, the root at 0 (Collins et al. 2008, Sec. 4);
+the oracles are those of the tree space (:mod:`egnlp.parser.trees`): Eisner's
+algorithms for projective trees, Chu-Liu-Edmonds and the matrix-tree theorem
+(Koo et al. 2007) for non-projective ones.  Gold trees are kept as they are,
+including non-projective ones in the projective space (45 of the 2,654 ``es``
+training sentences): their gold parts still define phi(x_i, y_i) and the
+objectives stay convex and finite, only no projective tree reaches them.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from egnlp.features.csr import PartFeatures
-from egnlp.parser.eisner import eisner_argmax, inside, inside_outside
+from egnlp.parser.trees import PROJECTIVE, check_root, tree_space
 
 
 def arc_indicator(heads, size: int) -> np.ndarray:
@@ -24,15 +26,15 @@ def arc_indicator(heads, size: int) -> np.ndarray:
 
 
 class ParsingProblem:
-    """First-order projective parsing of a corpus whose arcs are compiled into ``egnlp.features``."""
+    """First-order parsing of a corpus whose arcs are compiled into ``features``, in the tree space
+    ``tree`` (projective, non-projective) with root constraint ``root`` (single, multi)."""
 
-    def __init__(self, features: PartFeatures, heads_list, root: str = "multi"):
-        if root not in ("single", "multi"):
-            raise ValueError(f"root must be 'single' or 'multi', not {root!r}")
+    def __init__(self, features: PartFeatures, heads_list, root: str = "multi", tree: str = PROJECTIVE):
+        self.root = check_root(root)
+        self.space = tree_space(tree)
         if len(heads_list) != features.n_examples:
             raise ValueError("one gold tree per sentence is needed")
         self.features = features
-        self.root = root
         self.sizes = np.zeros(features.n_examples, dtype=np.int64)
         self.gold = np.zeros(features.n_parts)
         self.loss = np.zeros(features.n_parts)
@@ -52,13 +54,17 @@ class ParsingProblem:
         k = int(self.sizes[i])
         return theta.reshape(k, k)
 
+    @property
+    def tree(self) -> str:
+        return self.space.name
+
     def marginals(self, i: int, theta: np.ndarray) -> tuple[float, np.ndarray]:
-        log_z, mu = inside_outside(self._square(i, theta), root=self.root)
+        log_z, mu = self.space.marginals(self._square(i, theta), root=self.root)
         return log_z, mu.reshape(-1)
 
     def log_partition(self, i: int, theta: np.ndarray) -> float:
-        return inside(self._square(i, theta), root=self.root)
+        return self.space.log_partition(self._square(i, theta), root=self.root)
 
     def argmax(self, i: int, theta: np.ndarray) -> np.ndarray:
-        heads = eisner_argmax(self._square(i, theta), root=self.root)
+        heads = self.space.argmax(self._square(i, theta), root=self.root)
         return arc_indicator(heads[1:], int(self.sizes[i]))

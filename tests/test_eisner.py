@@ -16,8 +16,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
-from scipy.special import logsumexp
 
 from egnlp.parser.eisner import (
     eisner_argmax,
@@ -27,7 +25,31 @@ from egnlp.parser.eisner import (
     tree_score,
 )
 
-ROOTS = ("multi", "single")
+from tree_space_checks import (
+    INVALID_ROOTS,
+    INVALID_SCORES,
+    LARGE_KINDS,
+    ROOTS,
+    arc_scores,
+    best_of,
+    check_augmented_argmax,
+    check_best_and_log_z,
+    check_distributions,
+    check_gradient,
+    check_invalid_cost,
+    check_invalid_root,
+    check_invalid_scores,
+    check_large_scores,
+    check_no_finite_tree,
+    check_shift_of_one_modifier,
+    is_head_array,
+    large_scores,
+    log_z_of,
+    marginals_of,
+    random_scores,
+    root_constraint_holds,
+)
+
 # Projective trees over n = 1..6 words (OEIS A001764 and A006013).
 KNOWN_COUNTS = {
     "multi": [1, 3, 12, 55, 273, 1428],
@@ -83,42 +105,24 @@ def _enumerate_trees(n: int, root: str) -> np.ndarray:
     return trees
 
 
-def _tree_scores(scores: np.ndarray, trees: np.ndarray) -> np.ndarray:
-    n = trees.shape[1] - 1
-    return scores[trees[:, 1:], np.arange(1, n + 1)].sum(axis=1)
-
-
 def brute_log_z(scores: np.ndarray, root: str) -> float:
-    return float(logsumexp(_tree_scores(scores, _enumerate_trees(len(scores) - 1, root))))
+    return log_z_of(scores, _enumerate_trees(len(scores) - 1, root))
 
 
 def brute_marginals(scores: np.ndarray, root: str) -> np.ndarray:
-    n1 = len(scores)
-    trees = _enumerate_trees(n1 - 1, root)
-    ts = _tree_scores(scores, trees)
-    p = np.exp(ts - logsumexp(ts))
-    mu = np.zeros((n1, n1))
-    for m in range(1, n1):
-        mu[:, m] = np.bincount(trees[:, m], weights=p, minlength=n1)
-    return mu
+    return marginals_of(scores, _enumerate_trees(len(scores) - 1, root))
 
 
 def brute_best(scores: np.ndarray, root: str) -> tuple[float, np.ndarray | None]:
     """(max tree score, the best tree if it beats the runner-up by 1e-9, else None)."""
-    trees = _enumerate_trees(len(scores) - 1, root)
-    ts = _tree_scores(scores, trees)
-    order = np.argsort(-ts, kind="stable")
-    unique = len(ts) == 1 or ts[order[0]] - ts[order[1]] > 1e-9
-    return float(ts[order[0]]), (trees[order[0]] if unique else None)
+    return best_of(scores, _enumerate_trees(len(scores) - 1, root))
 
 
 def is_projective_tree(heads: np.ndarray, root: str) -> bool:
     """Check the tree-space definition directly on a heads array."""
     heads = np.asarray(heads)
     n = len(heads) - 1
-    if heads.dtype != np.int64 or heads[0] != -1:
-        return False
-    if not all(0 <= heads[m] <= n and heads[m] != m for m in range(1, n + 1)):
+    if not is_head_array(heads):
         return False
     ancestors = []
     for m in range(n + 1):
@@ -133,15 +137,7 @@ def is_projective_tree(heads: np.ndarray, root: str) -> bool:
         h = int(heads[m])
         if any(h not in ancestors[k] for k in range(min(h, m) + 1, max(h, m))):
             return False
-    return root == "multi" or int((heads[1:] == 0).sum()) == 1
-
-
-def random_scores(rng: np.random.Generator, n: int, scale: float = 2.0) -> np.ndarray:
-    """Random arc scores whose ignored entries hold junk the kernels must not read."""
-    s = rng.normal(scale=scale, size=(n + 1, n + 1))
-    s[:, 0] = rng.choice([-np.inf, 1e300, -1e300], size=n + 1)
-    np.fill_diagonal(s, 1e300)
-    return s
+    return root_constraint_holds(heads, root)
 
 
 # ---------------------------------------------------------------------------
@@ -192,15 +188,7 @@ def test_matches_brute_force(n, root):
         # Loss-augmented argmax with the Hamming cost of a random gold tree.
         trees = _enumerate_trees(n, root)
         gold = trees[rng.integers(len(trees))]
-        cost = np.ones((n + 1, n + 1))
-        cost[gold[1:], np.arange(1, n + 1)] = 0.0
-        aug_score, aug_tree = brute_best(s + cost, root)
-        heads = eisner_argmax_augmented(s, cost, root)
-        assert is_projective_tree(heads, root)
-        hamming = int((heads[1:] != gold[1:]).sum())
-        assert tree_score(s, heads) + hamming == pytest.approx(aug_score, abs=1e-12)
-        if aug_tree is not None:
-            np.testing.assert_array_equal(heads, aug_tree)
+        check_augmented_argmax(eisner_argmax_augmented, is_projective_tree, s, root, trees, gold)
 
 
 @pytest.mark.parametrize("root", ROOTS)
@@ -225,12 +213,7 @@ def test_forbidden_arcs_match_brute_force(root):
 
 @pytest.mark.parametrize("root", ROOTS)
 def test_no_finite_tree(root):
-    s = np.full((4, 4), -np.inf)
-    assert inside(s, root) == -np.inf
-    with pytest.raises(ValueError, match="-inf"):
-        inside_outside(s, root)
-    with pytest.raises(ValueError, match="-inf"):
-        eisner_argmax(s, root)
+    check_no_finite_tree(eisner_argmax, inside, inside_outside, np.full((4, 4), -np.inf), root)
 
 
 def test_single_root_tree_space_differs():
@@ -251,19 +234,10 @@ def test_single_root_tree_space_differs():
 
 @pytest.mark.parametrize("root", ROOTS)
 @pytest.mark.parametrize("n", range(1, 6))
-@pytest.mark.parametrize("kind", ["uniform", "offset+", "offset-"])
+@pytest.mark.parametrize("kind", LARGE_KINDS)
 def test_large_scores_match_brute_force(n, root, kind):
-    rng = np.random.default_rng(n)
-    if kind == "uniform":
-        s = rng.uniform(-1e3, 1e3, size=(n + 1, n + 1))
-    else:  # near-ties on top of a huge common offset
-        sign = 1.0 if kind == "offset+" else -1.0
-        s = sign * 1e3 + rng.uniform(-1.0, 1.0, size=(n + 1, n + 1))
-    log_z, mu = inside_outside(s, root)
-    assert np.isfinite(log_z) and np.isfinite(mu).all()
-    assert log_z == pytest.approx(brute_log_z(s, root), rel=1e-13)
-    np.testing.assert_allclose(mu, brute_marginals(s, root), atol=1e-9)
-    assert tree_score(s, eisner_argmax(s, root)) == pytest.approx(brute_best(s, root)[0])
+    s = large_scores(np.random.default_rng(n), n, kind)
+    check_large_scores(eisner_argmax, inside_outside, s, root, _enumerate_trees(n, root))
 
 
 @pytest.mark.parametrize("root", ROOTS)
@@ -291,19 +265,10 @@ def test_long_sentence_large_scores(root):
     log_z, mu = inside_outside(s, root)
     assert np.isfinite(log_z) and np.isfinite(mu).all()
     # Chart entries near 1e5 carry rounding of about 1e-11 in log space.
-    assert (mu >= 0).all() and (mu <= 1 + 1e-9).all()
-    np.testing.assert_allclose(mu[:, 1:].sum(axis=0), 1.0, atol=1e-9)
+    check_distributions(mu, tol=1e-9, sum_tol=1e-9)
     heads = eisner_argmax(s, root)
     assert is_projective_tree(heads, root)
-    best = tree_score(s, heads)
-    # max <= log Z <= max + log(#trees)
-    assert best <= log_z + 1e-9
-    assert log_z <= best + math.log(count_trees(n, root)) + 1e-9
-    # Zero temperature: log Z(beta s) / beta -> max tree score.
-    beta = 1e9
-    sharp = inside(beta * s, root) / beta
-    tol = 1e-12 * (1.0 + abs(best))  # rounding of sums of 150 scores near 1e3
-    assert best - tol <= sharp <= best + math.log(count_trees(n, root)) / beta + tol
+    check_best_and_log_z(inside, s, root, tree_score(s, heads), math.log(count_trees(n, root)), log_z)
 
 
 # ---------------------------------------------------------------------------
@@ -311,20 +276,10 @@ def test_long_sentence_large_scores(root):
 # ---------------------------------------------------------------------------
 
 
-@st.composite
-def arc_scores(draw):
-    n = draw(st.integers(1, 12))
-    elements = st.floats(-20, 20, allow_nan=False, allow_infinity=False)
-    return draw(hnp.arrays(np.float64, (n + 1, n + 1), elements=elements))
-
-
 @settings(deadline=None, max_examples=150)
 @given(s=arc_scores(), root=st.sampled_from(ROOTS))
 def test_marginals_are_distributions_over_heads(s, root):
-    _, mu = inside_outside(s, root)
-    assert (mu >= 0).all() and (mu <= 1 + 1e-12).all()
-    np.testing.assert_allclose(mu[:, 1:].sum(axis=0), 1.0, atol=1e-10)
-    assert (mu[:, 0] == 0).all() and (np.diag(mu) == 0).all()
+    check_distributions(inside_outside(s, root)[1])
 
 
 @settings(deadline=None, max_examples=150)
@@ -334,14 +289,7 @@ def test_argmax_is_an_optimal_tree_of_its_space(s, root):
     heads = eisner_argmax(s, root)
     assert is_projective_tree(heads, root)
     best = tree_score(s, heads)
-    log_z = inside(s, root)
-    assert best <= log_z + 1e-9
-    assert log_z <= best + math.log(count_trees(n, root)) + 1e-9
-    # Zero temperature: log Z(beta s) / beta -> max tree score.
-    beta = 1e9
-    sharp = inside(beta * s, root) / beta
-    tol = 1e-12 * (1.0 + abs(best))
-    assert best - tol <= sharp <= best + math.log(count_trees(n, root)) / beta + tol
+    check_best_and_log_z(inside, s, root, best, math.log(count_trees(n, root)), inside(s, root))
 
 
 @settings(deadline=None, max_examples=150)
@@ -352,30 +300,13 @@ def test_argmax_is_an_optimal_tree_of_its_space(s, root):
     data=st.data(),
 )
 def test_shift_of_one_modifier_keeps_marginals(s, root, c, data):
-    m = data.draw(st.integers(1, len(s) - 1))
-    shifted = s.copy()
-    shifted[:, m] += c
-    log_z, mu = inside_outside(s, root)
-    log_z2, mu2 = inside_outside(shifted, root)
-    np.testing.assert_allclose(mu2, mu, atol=1e-9)
-    assert log_z2 == pytest.approx(log_z + c, abs=1e-9)
+    check_shift_of_one_modifier(inside_outside, s, root, c, data.draw(st.integers(1, len(s) - 1)))
 
 
 @pytest.mark.parametrize("root", ROOTS)
 @pytest.mark.parametrize("seed", [0, 1])
 def test_marginals_are_gradient_of_log_z(root, seed):
-    n, h = 5, 1e-5
-    s = np.random.default_rng(seed).normal(size=(n + 1, n + 1))
-    _, mu = inside_outside(s, root)
-    fd = np.zeros_like(s)
-    for i in range(n + 1):
-        for j in range(n + 1):
-            up, down = s.copy(), s.copy()
-            up[i, j] += h
-            down[i, j] -= h
-            fd[i, j] = (inside(up, root) - inside(down, root)) / (2 * h)
-    np.testing.assert_allclose(mu, fd, atol=1e-6)
-    assert (fd[:, 0] == 0).all() and (np.diag(fd) == 0).all()  # ignored entries
+    check_gradient(inside, inside_outside, root, seed)
 
 
 # ---------------------------------------------------------------------------
@@ -402,43 +333,20 @@ def test_tree_score():
     assert tree_score(s, heads) == s[2, 1] + s[0, 2] + s[2, 3]
 
 
-@pytest.mark.parametrize(
-    "bad, match",
-    [
-        (np.zeros(4), "2-D"),
-        (np.zeros((3, 4)), "square"),
-        (np.zeros((1, 1)), "n >= 1"),
-        (np.zeros((3, 3), dtype=np.int64), "floating"),
-        (np.array([[0.0, 1.0], [np.nan, 0.0]]), "NaN"),
-        (np.array([[0.0, np.inf], [0.0, 0.0]]), r"\+inf"),
-    ],
-)
+@pytest.mark.parametrize("bad, match", INVALID_SCORES)
 def test_invalid_scores_raise(bad, match):
-    for call in (eisner_argmax, inside, inside_outside):
-        with pytest.raises(ValueError, match=match):
-            call(bad)
-    with pytest.raises(ValueError, match=match):
-        eisner_argmax_augmented(bad, np.zeros((3, 3)))
+    check_invalid_scores((eisner_argmax, inside, inside_outside), eisner_argmax_augmented, bad, match)
     with pytest.raises(ValueError, match=match):
         tree_score(bad, np.array([-1, 0, 1]))
 
 
-@pytest.mark.parametrize("root", ["Single", "", None, "root"])
+@pytest.mark.parametrize("root", INVALID_ROOTS)
 def test_invalid_root_raises(root):
-    s = np.zeros((3, 3))
-    for call in (eisner_argmax, inside, inside_outside):
-        with pytest.raises(ValueError, match="root"):
-            call(s, root)
-    with pytest.raises(ValueError, match="root"):
-        eisner_argmax_augmented(s, np.zeros((3, 3)), root)
+    check_invalid_root((eisner_argmax, inside, inside_outside), eisner_argmax_augmented, root)
 
 
 def test_invalid_cost_raises():
-    s = np.zeros((3, 3))
-    with pytest.raises(ValueError, match="cost"):
-        eisner_argmax_augmented(s, np.zeros((4, 4)))
-    with pytest.raises(ValueError, match="cost contains NaN"):
-        eisner_argmax_augmented(s, np.full((3, 3), np.nan))
+    check_invalid_cost(eisner_argmax_augmented)
 
 
 @pytest.mark.parametrize(
