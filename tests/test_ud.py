@@ -1,0 +1,48 @@
+"""Universal Dependencies in and out: a labeled parser trained on a UD file writes CoNLL-U that the
+official validator accepts, keeping comments and multiword tokens and dropping the enhanced graph."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from egnlp.corpora import read_conll
+
+from cli_helpers import assert_ok, run
+
+UD = Path(os.environ["EGNLP_UD_DIR"])
+
+
+def _udvalidate(path: Path, lang: str) -> subprocess.CompletedProcess:
+    """The official UD validator of udtools (the test extra), at level 2."""
+    tool = Path(sys.executable).parent / "udvalidate"
+    assert tool.exists(), "udvalidate not found: install the test extra (udtools)"
+    return subprocess.run([str(tool), "--level", "2", "--lang", lang, str(path)], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("prefix, lang", [("pt_bosque-ud", "pt"), ("nl_alpino-ud", "nl")])
+def test_parsed_ud_files_pass_the_validator(tmp_path: Path, prefix: str, lang: str) -> None:
+    train = tmp_path / "train.conllu"
+    train.write_text("".join(block + "\n\n" for block in
+                             (UD / f"{prefix}-test.conllu").read_text(encoding="utf-8").split("\n\n")[:200]),
+                     encoding="utf-8")
+    model = tmp_path / "ud.npz"
+    assert_ok(run("parser", "train", "--train", train, "--out", model, "--passes", 2, "--tree", "auto"))
+    gold_path = UD / f"{prefix}-dev.conllu"
+    pred_path = tmp_path / "pred.conllu"
+    assert_ok(run("parser", "parse", model, gold_path, "-o", pred_path))
+    checked = _udvalidate(pred_path, lang)
+    assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
+    gold, pred = read_conll(gold_path), read_conll(pred_path)
+    assert [s.forms for s in gold] == [s.forms for s in pred]
+    text = pred_path.read_text(encoding="utf-8")
+    kept = [line for s in gold for _, line in s.aside if line.startswith("#") or "-" in line.split("\t")[0]]
+    assert all(line in text for line in kept)  # comments and multiword tokens
+    assert not any("." in line.split("\t")[0] for line in text.splitlines() if line and not line.startswith("#"))
+    labels = {label for s in pred for label in s.deprels}
+    assert "root" in labels and len(labels) > 10
+    assert all((label == "root") == (head == 0) for s in pred for head, label in zip(s.heads, s.deprels))
