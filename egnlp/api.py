@@ -18,7 +18,7 @@ from egnlp.corpora import Sentence, guess_root
 from egnlp.features.arc_featurizer import ArcFeaturizer
 from egnlp.features.arc_labels import label_keys
 from egnlp.features.hashing import KeyTable
-from egnlp.parser.trees import AUTO, PROJECTIVE, choose_tree, tree_space
+from egnlp.parser.trees import PROJECTIVE, choose_tree, tree_space
 from egnlp.parser.labeler import ArcLabeler, predicate_ids
 from egnlp.parser.model import Parser
 from egnlp.parser.problem import ParsingProblem
@@ -77,15 +77,17 @@ def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: st
 
 def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = None, *,
                  trainer: str = DEFAULT_PARSER_TRAINER, root: str | None = None, feature_mode: str = "alphabet",
-                 hash_bits: int = 22, tags: str | None = None, tree: str = AUTO, labels: bool = True,
+                 hash_bits: int = 22, tags: str | None = None, tree: str = PROJECTIVE, labels: bool = True,
                  callbacks: Sequence[Callback] = (), state: dict | None = None,
                  **settings) -> tuple[Parser, TrainResult]:
     """Train a first-order parser on ``train`` (sentences with heads), and its arc labeler when the
     sentences carry labels (unless ``labels`` is False).
 
     ``root`` is "single" or "multi" (default: "single" when every training
-    tree has one root child); ``tree`` is "projective", "non-projective" or
-    "auto" (non-projective when more than 1% of the training trees are);
+    tree has one root child); ``tree`` is "projective" (the default: it
+    parses better than the non-projective space on es, pt-bosque and
+    nl-alpino, see docs/accuracy.md), "non-projective" or "auto"
+    (non-projective when more than 1% of the training trees are);
     ``settings`` go to the trainer's config (for
     EG: C, max_passes, tol, seed, eta_init, order, max_seconds, anneal; see
     ``egnlp.training.registry.TRAINERS`` for the others).  C defaults to
@@ -120,7 +122,7 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
 
 def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Sequence[float], *,
                       trainer: str = DEFAULT_PARSER_TRAINER, root: str | None = None, feature_mode: str = "alphabet",
-                      hash_bits: int = 22, tags: str | None = None, tree: str = AUTO, tol: float = 1e-3,
+                      hash_bits: int = 22, tags: str | None = None, tree: str = PROJECTIVE, tol: float = 1e-3,
                       labels: bool = True,
                       callbacks: Sequence[Callback] = (), on_point=None, **settings) -> tuple[Parser, list[PathPoint]]:
     """Train a warm-started path of C values (Collins et al. 2008, Sec. 7.1.2) and return the

@@ -137,7 +137,7 @@ def parser_train(
     max_seconds: MaxSecondsOption = None,
     root: Optional[Root] = typer.Option(None, "--root", help="Tree space: one root child or any number "
                                         "(default: the data set's, or 'single' if every training tree has one)."),
-    tree: Tree = typer.Option(Tree.auto, "--tree", help="Tree space: projective (Eisner), non-projective "
+    tree: Tree = typer.Option(Tree.projective, "--tree", help="Tree space: projective (Eisner), non-projective "
                               "(Chu-Liu-Edmonds, matrix-tree theorem), or auto: non-projective when more than 1% "
                               "of the training trees are."),
     pos: Optional[TagColumns] = typer.Option(None, "--pos", help="Tag columns the features read: both, upos "

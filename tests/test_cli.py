@@ -167,9 +167,8 @@ def test_parse_writes_same_tokens_with_valid_trees_and_labels(
         assert heads.count(0) == 1  # the model's tree space is 'single'
         assert find_cycle(heads) is None
         assert all(row[COL9] == "_" and row[COL10] == "_" for row in sentence.rows)
-    # --tree auto: 6 of the 150 training trees (4%) are not projective, so the parser is not either
-    assert Parser.load(model).tree == "non-projective"
-    assert not all(is_projective(s.heads) for s in parsed)
+    assert Parser.load(model).tree == "projective"  # the default tree space
+    assert all(is_projective(s.heads) for s in parsed)
     train_labels = {label for s in read_conll(files["train"]) for label in s.deprels}
     predicted = [row[DEPREL] for s in parsed for row in s.rows]
     assert set(predicted) <= train_labels and len(set(predicted)) > 3  # the labeler names the arcs
@@ -434,3 +433,33 @@ def test_parse_with_unusable_model(model: Path, files: dict[str, Path], tmp_path
     for word in words:
         assert word in line
     assert not out.exists()
+
+
+def test_tree_space_auto_chooses_non_projective_trees_and_the_model_keeps_them(files: dict[str, Path]) -> None:
+    """6 of the 150 training trees (4%) are not projective: ``--tree auto`` picks the non-projective
+    space, whose parses then cross; ``--tree projective`` never does."""
+    out = files["folder"] / "auto.npz"
+    result = run("parser", "train", "--train", files["train"], "--out", out, "--passes", PASSES, "--tree", "auto")
+    assert_ok(result)
+    assert "non-projective trees, labeled" in result.stderr
+    assert Parser.load(out).tree == "non-projective"
+    parsed = Parser.load(out).parse(read_conll(files["test"]))
+    assert not all(is_projective(s.heads) for s in parsed)
+    assert all(find_cycle(s.heads) is None and s.heads.count(0) == 1 for s in parsed)
+    wrong = run("parser", "train", "--train", files["train"], "--out", out, "--tree", "planar")
+    assert wrong.exit_code == 2 and "'planar' is not one of" in " ".join(wrong.output.replace("│", " ").split())
+
+
+def test_skip_invalid_skips_sentences_that_are_not_trees(files: dict[str, Path], tmp_path: Path) -> None:
+    sentences = read_conll(files["train"])[:40]
+    broken = with_columns(sentences[3], HEAD=lambda row: "1" if row[0] == "1" else row[6])  # word 1 heads itself
+    path = tmp_path / "broken.conll"
+    write_conll(path, [*sentences[:3], broken, *sentences[4:]])
+    out = tmp_path / "m.npz"
+    line = error_line(run("parser", "train", "--train", path, "--out", out, "--passes", 1))
+    start = sum(len(s.lines()) + 1 for s in sentences[:3]) + 1  # the broken sentence's first line
+    assert line == f"error: {path}:{start}: token 1 is its own head"
+    result = run("parser", "train", "--train", path, "--out", out, "--passes", 1, "--skip-invalid")
+    assert_ok(result)
+    assert "skipped 1 sentences whose heads do not form a tree" in result.stderr
+    assert Parser.load(out).info["train_sentences"] == 39
