@@ -13,22 +13,71 @@ mark is dropped.
 
 Every problem in a file raises :class:`~egnlp.corpora.errors.CorpusError` with the
 file name and the 1-based line number.
+
+What the CoNLL-U format (https://universaldependencies.org/format.html)
+forbids is refused in both formats, so that writing a sentence the reader
+accepted and reading it again gives it back unchanged:
+
+- an empty field (``_`` stands for no value);
+- a control character in a field or comment: the C0 controls other than
+  TAB (a CR left inside a line is one), DEL, NEL (U+0085), the line and
+  paragraph separators U+2028 and U+2029, and lone surrogates. The other C1
+  controls (U+0080-U+009F) are kept: decoding Windows-1252 bytes as latin-1
+  gives them, as in the CoNLL 2007 Basque data;
+- whitespace other than single spaces inside FORM, LEMMA and column 10
+  (CoNLL-U MISC), and any field that begins or ends with whitespace. In files
+  whose name does not end in ``.conllu``, LEMMA may begin or end with a
+  space, as four lemmas of the CoNLL 2007 Spanish data do;
+- multiword tokens (``1-2``) that do not come just before their first word,
+  overlap or repeat an earlier range, run past the last word, hold a space
+  in FORM or LEMMA, or have a HEAD, DEPREL or DEPS other than ``_``;
+- empty nodes (``8.1``) that do not follow their word, are not numbered
+  ``8.1, 8.2, ...`` in order, come after a multiword token line, or have a
+  HEAD or DEPREL other than ``_``;
+- a sentence of more than :data:`~egnlp.corpora.sentence.MAX_WORDS` words.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 
 from conllu.exceptions import ParseException
 from conllu.parser import parse_id_value, parse_int_value
 
 from .errors import CorpusError, InvalidTreeError
+from .files import FORBIDDEN_CHARACTERS as FORBIDDEN
 from .files import decode, read_bytes, write_text_atomic
-from .sentence import BLANK, FORM, HEAD, ID, N_CHUNK_COLUMNS, N_COLUMNS, Sentence, find_cycle
+from .sentence import (
+    BLANK,
+    COL9,
+    COL10,
+    DEPREL,
+    FORM,
+    HEAD,
+    ID,
+    LEMMA,
+    MAX_WORDS,
+    N_CHUNK_COLUMNS,
+    N_COLUMNS,
+    Sentence,
+    find_cycle,
+)
 
 # A block is one sentence's lines as (1-based line number, text) pairs.
 Block = list[tuple[int, str]]
+
+# Column names in messages (CoNLL-X / CoNLL-U where they differ), and the columns that may hold spaces.
+COLUMN_NAMES = ("ID", "FORM", "LEMMA", "CPOSTAG/UPOS", "POSTAG/XPOS", "FEATS", "HEAD", "DEPREL", "PHEAD/DEPS",
+                "PDEPREL/MISC", "CHUNK")
+SPACED_COLUMNS = frozenset((FORM, LEMMA, COL10))
+
+# A character that makes a line need a closer look: a forbidden one, or whitespace other than TAB
+# (the characters of str.isspace(), written out so that one character class does).
+_SUSPECT = re.compile(r"[\x00-\x08\x0a-\x20\x7f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+                      r"\ud800-\udfff]")
+_REPEATED_SPACE = re.compile(r"\s\s")
 
 
 def read_conll(
@@ -65,10 +114,11 @@ def parse_conll(text: str, source: str = "<string>", *, require_heads: bool = Tr
     """
     text = text.removeprefix("\ufeff")
     width = _Width(source)
+    lemma_spaces = not source.endswith(".conllu")
     sentences = []
     for block in split_blocks(text):
         try:
-            sentences.append(_parse_block(block, source, require_heads, width))
+            sentences.append(_parse_block(block, source, require_heads, width, lemma_spaces))
         except InvalidTreeError as error:
             if invalid is None:
                 raise
@@ -138,7 +188,7 @@ def check_heads(
         try:
             head = parse_int_value(value)
         except ParseException:
-            raise InvalidTreeError(f"{source}:{lines[i]}: HEAD '{value}' is not an integer") from None
+            raise InvalidTreeError(f"{source}:{lines[i]}: HEAD {show_value(value)} is not an integer") from None
         if not 0 <= head <= n:
             raise InvalidTreeError(f"{source}:{lines[i]}: HEAD {head} is outside 0..{n}")
         if head == i + 1:
@@ -176,49 +226,147 @@ class _Width:
         self.columns, self.line = count, number
 
 
-def _parse_block(block: Block, source: str, require_heads: bool, width: _Width) -> Sentence:
-    """Build one Sentence from a block of CoNLL lines, validating it."""
+def too_long(where: str, first_line: int) -> CorpusError:
+    """The error for the word at ``where`` that takes its sentence past :data:`MAX_WORDS` words."""
+    return CorpusError(f"{where}: sentence longer than {MAX_WORDS} words (it starts on line {first_line}); "
+                       f"egnlp takes at most {MAX_WORDS} words per sentence, split it")
+
+
+def show_value(value: str, limit: int = 40) -> str:
+    """A field's value for a message: quoted, escaped (never more than one line) and cut after ``limit`` characters."""
+    return repr(value if len(value) <= limit else value[:limit] + "...")
+
+
+def check_fields(line: str, columns: Sequence[str], where: str, names: Sequence[str], spaced: frozenset[int],
+                 edge_spaces: frozenset[int] = frozenset()) -> None:
+    """Refuse an empty field, a forbidden character, or whitespace where the format has none.
+
+    Args:
+        line: a line of tab-separated fields (a quick look at it clears most lines).
+        columns: its fields.
+        where: ``file:line`` for messages.
+        names: the name of each column, for messages.
+        spaced: the columns that may hold single spaces between other characters.
+        edge_spaces: the columns that may also begin or end with whitespace.
+
+    Raises:
+        CorpusError: naming the line, the column and the value.
+    """
+    if not _SUSPECT.search(line) and "\t\t" not in line and line[0] != "\t" and line[-1] != "\t":
+        return
+    for index, value in enumerate(columns):
+        name = names[index]
+        if not value:
+            raise CorpusError(f"{where}: empty {name} field ('_' stands for no value)")
+        bad = FORBIDDEN.search(value)
+        if bad is not None:
+            raise CorpusError(f"{where}: control character U+{ord(bad.group()):04X} in {name} {show_value(value)}")
+        if index not in spaced:
+            if any(char.isspace() for char in value):
+                allowed = ", ".join(names[i] for i in sorted(spaced))
+                raise CorpusError(f"{where}: whitespace in {name} {show_value(value)} (only {allowed} may hold spaces)")
+            continue
+        if index not in edge_spaces and (value[0].isspace() or value[-1].isspace()):
+            raise CorpusError(f"{where}: {name} {show_value(value)} begins or ends with whitespace")
+        if _REPEATED_SPACE.search(value):
+            raise CorpusError(f"{where}: two whitespace characters in a row in {name} {show_value(value)}")
+
+
+def _parse_block(block: Block, source: str, require_heads: bool, width: _Width, lemma_spaces: bool) -> Sentence:
+    """Build one Sentence from a block of CoNLL lines, validating it (see the module docstring)."""
     rows: list[tuple[str, ...]] = []
     row_lines: list[int] = []
     aside: list[tuple[int, str]] = []
+    ranges: list[tuple[int, int, str]] = []  # (last word, line, ID) of every multiword token
+    edge_spaces = frozenset((LEMMA,)) if lemma_spaces else frozenset()
     seen_token = False
+    after_range = False  # the previous token line was a multiword token
+    next_empty = 1  # the number of the next empty node after the current word
+    first_line = block[0][0]
     for number, line in block:
         where = f"{source}:{number}"
         if line.startswith("#"):
             if seen_token:
                 raise CorpusError(f"{where}: comment inside a sentence; comments must come before its tokens")
+            bad = FORBIDDEN.search(line)
+            if bad is not None:
+                raise CorpusError(f"{where}: control character U+{ord(bad.group()):04X} in a comment")
             aside.append((0, line))
             continue
         seen_token = True
         columns = tuple(line.split("\t"))
         width.check(len(columns), number)
+        check_fields(line, columns, where, COLUMN_NAMES, SPACED_COLUMNS, edge_spaces)
         try:
             token_id = parse_id_value(columns[ID])
         except ParseException:
             token_id = None
         if isinstance(token_id, tuple):
-            _check_aside_id(token_id, len(rows), where, columns[ID])
+            first, separator, last = token_id
+            if columns[ID] != f"{first}{separator}{last}":
+                raise CorpusError(f"{where}: ID {show_value(columns[ID])} is not a valid ID")
+            if separator == "-":
+                _check_range(columns, first, last, len(rows), ranges, where)
+                ranges.append((last, number, columns[ID]))
+            else:
+                _check_empty_node(columns, first, last, len(rows), next_empty, after_range, where)
+                next_empty += 1
+            after_range = separator == "-"
             aside.append((len(rows), line))
             continue
         if token_id is None:
-            raise CorpusError(f"{where}: ID '{columns[ID]}' is not an integer")
+            raise CorpusError(f"{where}: ID {show_value(columns[ID])} is not an integer")
         if token_id != len(rows) + 1:
             raise CorpusError(f"{where}: expected ID {len(rows) + 1}, found {token_id}")
+        if len(rows) == MAX_WORDS:
+            raise too_long(where, first_line)
+        after_range = False
+        next_empty = 1
         rows.append(columns)
         row_lines.append(number)
-    first_line = block[0][0]
     if not rows:
         raise CorpusError(f"{source}:{first_line}: sentence has no word tokens")
+    for last, number, text in ranges:
+        if last > len(rows):
+            raise CorpusError(f"{source}:{number}: multiword token {text} runs past the last word, {len(rows)}")
     check_heads(
         [row[HEAD] for row in rows], [row[FORM] for row in rows], row_lines, source, require_heads=require_heads
     )
     return Sentence(rows=tuple(rows), aside=tuple(aside), source=source, line=first_line)
 
 
-def _check_aside_id(token_id: tuple[int, str, int], words_before: int, where: str, text: str) -> None:
-    """Check that a multiword range starts at the next word and an empty node follows its word."""
-    first, separator, _ = token_id
-    if separator == "-" and first != words_before + 1:
+def _check_range(columns: Sequence[str], first: int, last: int, words_before: int,
+                 ranges: Sequence[tuple[int, int, str]], where: str) -> None:
+    """Check a multiword token line: just before its first word, after the end of the previous range,
+    one surface token (no spaces), and no syntax of its own."""
+    text = columns[ID]
+    if first != words_before + 1:
         raise CorpusError(f"{where}: multiword token {text} must come just before word {first}")
-    if separator == "." and first != words_before:
-        raise CorpusError(f"{where}: empty node {text} must come just after word {first}")
+    if ranges and first <= ranges[-1][0]:
+        raise CorpusError(f"{where}: multiword token {text} overlaps {ranges[-1][2]} on line {ranges[-1][1]}")
+    for column in (FORM, LEMMA):
+        if any(char.isspace() for char in columns[column]):
+            raise CorpusError(f"{where}: space in {COLUMN_NAMES[column]} of multiword token {text} "
+                              "(a multiword token is one surface token)")
+    for column in (HEAD, DEPREL, COL9):
+        if columns[column] != BLANK:
+            raise CorpusError(f"{where}: multiword token {text} has {COLUMN_NAMES[column]} "
+                              f"{show_value(columns[column])}; only its words carry syntax ('_' expected)")
+
+
+def _check_empty_node(columns: Sequence[str], word: int, number: int, words_before: int, expected: int,
+                      after_range: bool, where: str) -> None:
+    """Check an empty node line: just after its word, numbered in order, before any multiword token line
+    of the next words, and without a basic-tree HEAD or DEPREL."""
+    text = columns[ID]
+    if word != words_before:
+        raise CorpusError(f"{where}: empty node {text} must come just after word {word}")
+    if number != expected:
+        raise CorpusError(f"{where}: empty node {text} out of order; expected {word}.{expected}")
+    if after_range:
+        raise CorpusError(f"{where}: empty node {text} must come before the multiword token line above it")
+    for column in (HEAD, DEPREL):
+        if columns[column] != BLANK:
+            raise CorpusError(f"{where}: empty node {text} has {COLUMN_NAMES[column]} "
+                              f"{show_value(columns[column])}; empty nodes belong to the enhanced graph "
+                              "('_' expected)")

@@ -4,14 +4,34 @@
   errors that name the file (and, for bytes that do not decode, the line and
   the ``--encoding`` option).
 - :func:`write_text_atomic` / :func:`write_npz_atomic`: write to a temporary
-  file in the target's folder, then rename it over the target, so a reader or
-  a crash never sees half a file.
-- :func:`read_npz`: a model archive read with ``allow_pickle=False`` (loading
-  never runs code), its ``meta`` entry (UTF-8 JSON bytes) decoded and its
-  model kind and format version checked; :class:`ModelError` for any file
-  that cannot be used.
+  file ``.NAME.<random>.tmp`` in the target's folder, then rename it over the
+  target, so a reader or a crash never sees half a file. A process killed
+  while writing leaves its temporary file; the next successful write of the
+  same target removes it (a temporary file is stale when no process holds the
+  lock its writer takes on it).
+- :func:`read_npz`: a model archive, checked before anything is allocated
+  or used (:class:`ModelError` for any file that cannot be used).
 - :func:`pack_strings` / :func:`unpack_strings`: string lists as two numeric
   arrays (no pickled objects, no fixed-width str arrays).
+
+Model files
+-----------
+
+A model file is a zip archive as ``numpy.savez`` writes it (members stored,
+not compressed): one ``NAME.npy`` per array and ``meta.npy``, the UTF-8 JSON
+metadata as uint8. The metadata records every array's dtype and shape
+(``"arrays": {"weights": {"dtype": "<f8", "shape": [n]}, ...}``). The zip
+archive comment is ``egnlp-sha256:`` and the SHA-256 (hex) of every byte of
+the file before it, so that any changed byte is found. :func:`read_npz`
+reads the file once and checks, in order: the zip directory (only stored
+``.npy`` members, each inside the file, no repeated names); the metadata
+(at most :data:`MAX_META_BYTES` bytes, nested at most :data:`MAX_META_DEPTH`
+deep), its model kind and format version; the checksum; then every array's
+``.npy`` header against the recorded dtype and shape and against the member's
+size, before the array is built. ``numpy.load`` is not used: headers are
+read with :func:`ast.literal_eval` (never pickle) and only plain little-endian
+numeric dtypes are accepted. The loaders then check the arrays they expect
+(:func:`check_arrays`) and their contents.
 
 The parser, the tagger and the application layer all store their models
 through this module; it imports nothing else of egnlp but its errors.
@@ -19,17 +39,44 @@ through this module; it imports nothing else of egnlp but its errors.
 
 from __future__ import annotations
 
+import ast
+import errno
+import hashlib
+import io
 import json
+import math
 import os
+import re
 import secrets
+import struct
+import time
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
 from .errors import CorpusError
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: stale temporary files are recognised by age instead
+    fcntl = None  # type: ignore[assignment]
+
+CHECKSUM_MARK = b"egnlp-sha256:"
+CHECKSUM_LENGTH = 64  # hex digits of a SHA-256
+MAX_META_BYTES = 16 << 20
+MAX_META_DEPTH = 32
+MAX_MEMBERS = 64
+# The dtypes an array of a model file may have (``dtype.str``): booleans, integers and floats, little-endian.
+ARRAY_DTYPES = frozenset(("|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8", "<f2", "<f4", "<f8"))
+# Characters no CoNLL field or comment and no label of a model may hold: the C0 controls other than TAB,
+# DEL, NEL (U+0085), the line and paragraph separators and lone surrogates. They break a line when
+# written, or cannot be written at all (see :mod:`egnlp.corpora.conll`).
+FORBIDDEN_CHARACTERS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029\ud800-\udfff]")
+_MEMBER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\.npy")
+_STALE_SECONDS = 24 * 3600  # without POSIX locks, a temporary file this old is stale
 
 
 class ModelError(Exception):
@@ -62,22 +109,85 @@ def decode(data: bytes, source: str, encoding: str) -> str:
         ) from None
 
 
+def _temporary_name(target: Path) -> re.Pattern[str]:
+    """The names of the temporary files of ``target``: ``.NAME.<8 hex digits>.tmp``."""
+    return re.compile(re.escape(f".{target.name}.") + r"[0-9a-f]{8}\.tmp")
+
+
+def _remove_stale(target: Path, keep: Path) -> None:
+    """Remove the temporary files of ``target`` (other than ``keep``) whose writer is gone.
+
+    A writer holds an exclusive ``flock`` on its temporary file until it has
+    renamed it; the lock goes with the process, also under ``kill -9``. A
+    file whose lock can be taken is therefore stale. Without ``fcntl``, files
+    older than a day are.
+    """
+    pattern = _temporary_name(target)
+    try:
+        names = [name for name in os.listdir(target.parent) if pattern.fullmatch(name)]
+    except OSError:
+        return
+    for name in names:
+        path = target.with_name(name)
+        if path == keep:
+            continue
+        try:
+            if fcntl is None:
+                if time.time() - path.stat().st_mtime > _STALE_SECONDS:
+                    path.unlink()
+                continue
+            descriptor = os.open(path, os.O_RDONLY)
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # its writer is still at work
+            else:
+                path.unlink()
+            finally:
+                os.close(descriptor)
+        except OSError:
+            continue
+
+
+def _lock(descriptor: int) -> None:
+    """Mark a temporary file as being written (best effort: a file system without locks has none)."""
+    if fcntl is not None:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            pass
+
+
 def _write_atomic(target: Path, write: Callable[[IO[bytes]], None]) -> None:
     """Call ``write`` on a new temporary file beside ``target``, then rename it to ``target``.
 
-    The temporary file is removed when anything fails, so only a complete
-    file ever carries the target's name.
+    The temporary file is locked while it is written and removed when
+    anything fails, so only a complete file ever carries the target's name;
+    stale temporary files of the same target are removed after a success.
+
+    Raises:
+        IsADirectoryError: ``target`` is a folder.
+        OSError: the file cannot be written.
     """
+    if target.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a folder, not a file")
     temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
     try:
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         with os.fdopen(descriptor, "wb") as handle:
+            _lock(descriptor)
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temporary, target)
+            os.replace(temporary, target)
     finally:
         temporary.unlink(missing_ok=True)  # left only when writing failed
+    _remove_stale(target, temporary)
+
+
+def _write_error(target: Path, error: OSError) -> str:
+    """One line for a failed write: the target and the reason (no errno, no temporary file name)."""
+    return f"{target}: cannot write ({error.strerror or type(error).__name__})"
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str, *, encoding: str = "utf-8") -> None:
@@ -89,63 +199,279 @@ def write_text_atomic(path: str | os.PathLike[str], text: str, *, encoding: str 
     target = Path(path)
     try:
         data = text.encode(encoding)
+    except LookupError:
+        raise CorpusError(f"{target}: unknown encoding '{encoding}'") from None
     except UnicodeEncodeError as error:
         raise CorpusError(f"{target}: cannot encode {error.object[error.start]!r} as {encoding}") from None
     try:
         _write_atomic(target, lambda handle: handle.write(data))
     except OSError as error:
-        raise CorpusError(f"{target}: cannot write ({error.strerror})") from None
+        raise CorpusError(_write_error(target, error)) from None
 
 
-def write_npz_atomic(path: str | os.PathLike[str], arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
-    """Save ``arrays`` plus ``meta`` (as the JSON bytes entry ``meta``) to ``path`` atomically.
+def model_bytes(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> bytes:
+    """The bytes of a model file holding ``arrays`` and ``meta`` (see the module docstring).
+
+    ``meta`` must be JSON (its ``arrays`` entry is added here). Arrays are
+    stored C-contiguous with their dtype and shape recorded in the metadata.
+
+    Raises:
+        ValueError: an array named ``meta``, a name that is not an identifier,
+            ``meta`` with an ``arrays`` entry, or a dtype a model file may not hold.
+    """
+    if "meta" in arrays or "arrays" in meta:
+        raise ValueError("an array may not be named 'meta', nor metadata hold 'arrays'")
+    payload = {}
+    records = {}
+    for name, array in arrays.items():
+        array = np.ascontiguousarray(array)
+        if not _MEMBER_NAME.fullmatch(f"{name}.npy") or array.dtype.str not in ARRAY_DTYPES:
+            raise ValueError(f"array {name!r} of dtype {array.dtype.str} cannot go into a model file")
+        payload[name] = array
+        records[name] = {"dtype": array.dtype.str, "shape": list(array.shape)}
+    text = json.dumps({**meta, "arrays": records}, sort_keys=True)
+    payload["meta"] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    buffer = io.BytesIO()
+    np.savez(buffer, **payload)
+    return add_checksum(buffer.getvalue())
+
+
+def add_checksum(data: bytes) -> bytes:
+    """A zip archive without a comment, ``data``, with the checksum comment of a model file added.
+
+    Raises:
+        ValueError: ``data`` does not end with a zip end-of-directory record without a comment.
+    """
+    if len(data) < 22 or data[-22:-18] != b"PK\x05\x06" or data[-2:] != b"\x00\x00":
+        raise ValueError("not a zip archive without a comment")
+    body = data[:-2] + struct.pack("<H", len(CHECKSUM_MARK) + CHECKSUM_LENGTH) + CHECKSUM_MARK
+    return body + hashlib.sha256(body).hexdigest().encode("ascii")
+
+
+def write_npz_atomic(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
+    """Save ``arrays`` and ``meta`` as a model file (:func:`model_bytes`) at ``path``, atomically.
 
     The folder is created when it does not exist.
 
     Raises:
         ModelError: the file cannot be written.
     """
-    if "meta" in arrays:
-        raise ValueError("an array may not be named 'meta'")
     target = Path(path)
-    payload = dict(arrays)
-    payload["meta"] = np.frombuffer(json.dumps(meta, sort_keys=True).encode("utf-8"), dtype=np.uint8)
+    data = model_bytes(arrays, meta)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomic(target, lambda handle: np.savez(handle, **payload))
+        _write_atomic(target, lambda handle: handle.write(data))
     except OSError as error:
-        raise ModelError(f"{target}: cannot write ({error.strerror})") from None
+        raise ModelError(_write_error(target, error)) from None
+
+
+class _Broken(ValueError):
+    """A model file that breaks the layout of the module docstring; the message says how."""
 
 
 def read_npz(path: str | os.PathLike[str], kind: str, version: int) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Load the arrays and metadata of a model file, checking its kind and format version.
+    """Load the arrays and metadata of a model file, checking it as the module docstring says.
+
+    The returned metadata no longer holds the ``arrays`` records.
 
     Raises:
         ModelError: no such file, not an ``.npz`` archive, a corrupt archive,
-            another kind of model, or another format version.
+            another kind of model, another format version, a checksum that
+            does not match, or arrays that do not match their records.
     """
     path = str(path)
-    if not os.path.isfile(path):
-        raise ModelError(f"{path}: no such model file")
-    try:
-        data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
-        raise ModelError(f"{path}: not an egnlp model file (not a readable .npz archive)") from None
-    if not isinstance(data, np.lib.npyio.NpzFile):
+    data = _model_file_bytes(path)
+    if data[:6] == b"\x93NUMPY":
         raise ModelError(f"{path}: not an egnlp model file (a single array, not an .npz archive)")
     try:
-        with data:
-            arrays = {name: data[name] for name in data.files}
-        meta = json.loads(arrays.pop("meta").tobytes().decode("utf-8"))
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, UnicodeDecodeError, EOFError) as exc:
-        raise ModelError(f"{path}: corrupt or incomplete model file ({type(exc).__name__})") from None
-    if not isinstance(meta, dict) or meta.get("kind") != kind:
-        found = meta.get("kind") if isinstance(meta, dict) else None
-        raise ModelError(f"{path}: expected a model of kind '{kind}', found {found!r}")
-    if meta.get("format_version") != version:
-        raise ModelError(f"{path}: model format version {meta.get('format_version')!r} is not supported "
-                         f"by this egnlp (it reads version {version}); retrain the model")
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        members = _members(archive, len(data))
+    except _Broken as exc:
+        raise ModelError(f"{path}: corrupt model file ({exc})") from None
+    except Exception:  # zipfile's errors on a damaged directory are many; all mean the same here
+        raise ModelError(f"{path}: not an egnlp model file (not a readable .npz archive)") from None
+    with archive:
+        try:
+            if "meta" not in members:
+                raise _Broken("no metadata")
+            meta = _read_meta(_read_member(archive, members.pop("meta")))
+        except _Broken as exc:
+            raise ModelError(f"{path}: corrupt model file ({exc})") from None
+        except Exception as exc:
+            raise ModelError(f"{path}: corrupt model file ({type(exc).__name__} in the metadata)") from None
+        if meta.get("kind") != kind:
+            raise ModelError(f"{path}: expected a model of kind '{kind}', found {repr(meta.get('kind'))[:40]}")
+        if meta.get("format_version") != version:
+            raise ModelError(f"{path}: model format version {repr(meta.get('format_version'))[:40]} is not "
+                             f"supported by this egnlp (it reads version {version}); retrain the model")
+        _check_checksum(data, path)
+        try:
+            records = _records(meta.pop("arrays", None), members)
+            arrays = {name: _read_array(name, _read_member(archive, info), records[name])
+                      for name, info in members.items()}
+        except _Broken as exc:
+            raise ModelError(f"{path}: corrupt model file ({exc})") from None
+        except Exception as exc:
+            raise ModelError(f"{path}: corrupt model file ({type(exc).__name__} in an array)") from None
     return arrays, meta
+
+
+def _model_file_bytes(path: str) -> bytes:
+    if not os.path.isfile(path):
+        raise ModelError(f"{path}: is a folder, not a model file" if os.path.isdir(path)
+                         else f"{path}: no such model file")
+    try:
+        return Path(path).read_bytes()
+    except OSError as error:
+        raise ModelError(f"{path}: cannot read ({error.strerror or type(error).__name__})") from None
+
+
+def _members(archive: zipfile.ZipFile, size: int) -> dict[str, zipfile.ZipInfo]:
+    """The archive's members by array name, each checked to be a stored ``.npy`` inside the file."""
+    infos = archive.infolist()
+    if len(infos) > MAX_MEMBERS:
+        raise _Broken(f"{len(infos)} members")
+    members = {}
+    for info in infos:
+        if not _MEMBER_NAME.fullmatch(info.filename):
+            raise _Broken(f"member {info.filename[:40]!r} is not an array")
+        name = info.filename[:-4]
+        if name in members:
+            raise _Broken(f"member {info.filename!r} twice")
+        if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & ~0x800:
+            raise _Broken(f"member {info.filename!r} is compressed, encrypted or flagged")
+        if info.file_size != info.compress_size or info.header_offset + info.file_size > size:
+            raise _Broken(f"member {info.filename!r} does not fit in the file")
+        members[name] = info
+    return members
+
+
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """A member's bytes (its size was checked against the file's; zipfile checks the CRC)."""
+    data = archive.read(info)
+    if len(data) != info.file_size:
+        raise _Broken(f"member {info.filename!r} is cut short")
+    return data
+
+
+def _npy_header(member: bytes) -> tuple[str, bool, tuple, int]:
+    """(dtype string, Fortran order, shape, offset of the data) of an ``.npy`` member, read with literal_eval."""
+    if member[:6] != b"\x93NUMPY" or member[6:8] not in (b"\x01\x00", b"\x02\x00"):
+        raise _Broken("an array that is not in .npy format 1.0 or 2.0")
+    start = 10 if member[6] == 1 else 12
+    length = struct.unpack("<H" if member[6] == 1 else "<I", member[8:start])[0]
+    if length > 10_000 or start + length > len(member):
+        raise _Broken("an .npy header too long for its member")
+    try:
+        header = ast.literal_eval(member[start:start + length].decode("latin-1"))
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        raise _Broken("an .npy header that does not parse") from None
+    if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"} \
+            or not isinstance(header["descr"], str) or not isinstance(header["fortran_order"], bool) \
+            or not isinstance(header["shape"], tuple) \
+            or not all(type(n) is int and n >= 0 for n in header["shape"]):
+        raise _Broken("a malformed .npy header")
+    return header["descr"], header["fortran_order"], header["shape"], start + length
+
+
+def _read_meta(member: bytes) -> dict[str, Any]:
+    """The metadata: a uint8 array of at most MAX_META_BYTES bytes of UTF-8 JSON, an object nested at most
+    MAX_META_DEPTH deep."""
+    descr, fortran, shape, offset = _npy_header(member)
+    if descr != "|u1" or len(shape) != 1 or fortran or offset + shape[0] != len(member):
+        raise _Broken("metadata that is not one run of bytes")
+    if shape[0] > MAX_META_BYTES:
+        raise _Broken(f"{shape[0]} bytes of metadata, more than {MAX_META_BYTES}")
+    try:
+        meta = json.loads(member[offset:].decode("utf-8"))
+    except RecursionError:
+        raise _Broken(f"metadata nested more than {MAX_META_DEPTH} deep") from None
+    except (ValueError, UnicodeDecodeError):
+        raise _Broken("metadata that is not UTF-8 JSON") from None
+    if not isinstance(meta, dict):
+        raise _Broken("metadata that is not a JSON object")
+    stack = [(meta, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_META_DEPTH:
+            raise _Broken(f"metadata nested more than {MAX_META_DEPTH} deep")
+        if isinstance(value, dict):
+            stack.extend((item, depth + 1) for item in value.values())
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value)
+    return meta
+
+
+def _check_checksum(data: bytes, path: str) -> None:
+    """Check the archive comment of a model file against the SHA-256 of the bytes before it."""
+    body, digest = data[:-CHECKSUM_LENGTH], data[-CHECKSUM_LENGTH:]
+    if not body.endswith(CHECKSUM_MARK):
+        raise ModelError(f"{path}: model file without its checksum (changed after it was written?)")
+    if hashlib.sha256(body).hexdigest().encode("ascii") != digest:
+        raise ModelError(f"{path}: checksum mismatch: the model file was changed or damaged after it was written")
+
+
+def _records(records: Any, members: Mapping[str, zipfile.ZipInfo]) -> dict[str, tuple[str, list[int]]]:
+    """The recorded (dtype, shape) of every array; the arrays recorded must be the members."""
+    if not isinstance(records, dict) or set(records) != set(members):
+        raise _Broken("the arrays recorded in the metadata are not the arrays of the file")
+    out = {}
+    for name, record in records.items():
+        if not isinstance(record, dict) or set(record) != {"dtype", "shape"} \
+                or record["dtype"] not in ARRAY_DTYPES or not isinstance(record["shape"], list) \
+                or not all(type(n) is int and n >= 0 for n in record["shape"]):
+            raise _Broken(f"a malformed record of array {name!r}")
+        out[name] = (record["dtype"], record["shape"])
+    return out
+
+
+def _read_array(name: str, member: bytes, record: tuple[str, list[int]]) -> np.ndarray:
+    """The array of an ``.npy`` member whose header and size agree with its record (checked before allocating)."""
+    descr, fortran, shape, offset = _npy_header(member)
+    dtype, recorded = record
+    if descr != dtype or list(shape) != recorded or fortran:
+        raise _Broken(f"array {name!r} is {descr} {shape}, recorded as {dtype} {tuple(recorded)}")
+    count = math.prod(shape)
+    if offset + count * np.dtype(dtype).itemsize != len(member):
+        raise _Broken(f"array {name!r} does not fill its member")
+    return np.frombuffer(member, dtype=dtype, count=count, offset=offset).reshape(shape).copy()
+
+
+def check_arrays(arrays: Mapping[str, np.ndarray], expected: Mapping[str, tuple[str, int]]) -> None:
+    """Check that ``arrays`` holds exactly the arrays of ``expected`` (name -> (``dtype.str``, ndim)).
+
+    Raises:
+        ValueError: a missing or unexpected array, or one of another dtype or number of dimensions.
+    """
+    missing = [name for name in expected if name not in arrays]
+    if missing:
+        raise ValueError(f"missing array {missing[0]!r}")
+    extra = [name for name in arrays if name not in expected]
+    if extra:
+        raise ValueError(f"unexpected array {extra[0]!r}")
+    for name, (dtype, ndim) in expected.items():
+        array = np.asarray(arrays[name])
+        if array.dtype.str != np.dtype(dtype).str or array.ndim != ndim:
+            raise ValueError(f"array {name!r} is {array.dtype.str} with {array.ndim} dimensions, "
+                             f"expected {np.dtype(dtype).str} with {ndim}")
+
+
+def check_labels(labels: Any, what: str = "labels") -> list[str]:
+    """``labels`` as a list, when it is a non-empty list of distinct non-empty strings without whitespace
+    or :data:`FORBIDDEN_CHARACTERS` (they are written into CoNLL columns).
+
+    Raises:
+        ValueError: otherwise.
+    """
+    if not isinstance(labels, list) or not labels:
+        raise ValueError(f"{what} must be a non-empty list of strings")
+    for label in labels:
+        if not isinstance(label, str) or not label or FORBIDDEN_CHARACTERS.search(label) \
+                or any(char.isspace() for char in label):
+            raise ValueError(f"{what}: {str(label)[:40]!r} is not a non-empty string without whitespace")
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"{what} hold a label twice")
+    return labels
 
 
 def pack_strings(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

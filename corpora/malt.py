@@ -4,23 +4,29 @@ Each word line is ``word TAB tag TAB head`` and a blank line ends a sentence.
 The sentences become ten-column CoNLL-X rows: LEMMA and FEATS ``_``, CPOS and
 POS both the tag, DEPREL, PHEAD and PDEPREL ``_``. Writing them with
 :func:`~egnlp.corpora.conll.write_conll` therefore gives CoNLL-X.
+
+Fields are held to the rules of the CoNLL reader (:mod:`egnlp.corpora.conll`):
+none empty, no control characters, single spaces only inside the word; and a
+sentence has at most :data:`~egnlp.corpora.sentence.MAX_WORDS` words.
 """
 
 from __future__ import annotations
 
-from .conll import check_heads, split_blocks
+from .conll import check_fields, check_heads, split_blocks, too_long
 from .errors import CorpusError
-from .sentence import BLANK, FORM, HEAD, Sentence
+from .sentence import BLANK, FORM, HEAD, MAX_WORDS, Sentence
 
 MALT_COLUMNS = 3
+MALT_NAMES = ("word", "tag", "head")
 
 
 def parse_malt_tab(text: str, source: str) -> list[Sentence]:
     """Parse Malt-TAB text; ``source`` names it in messages and in ``Sentence.source``.
 
     Raises:
-        CorpusError: a line without three columns, a malformed tree, or no
-            sentence at all (each named by file and line).
+        CorpusError: a line without three columns, a malformed field, a
+            malformed tree, a sentence over the length limit, or no sentence
+            at all (each named by file and line).
     """
     sentences = []
     for block in split_blocks(text):
@@ -32,6 +38,9 @@ def parse_malt_tab(text: str, source: str) -> list[Sentence]:
                     f"{source}:{number}: expected {MALT_COLUMNS} tab-separated columns "
                     f"(word, tag, head), found {len(columns)}"
                 )
+            check_fields(line, columns, f"{source}:{number}", MALT_NAMES, frozenset((0,)))
+            if len(rows) == MAX_WORDS:
+                raise too_long(f"{source}:{number}", block[0][0])
             word, tag, head = columns
             rows.append((str(len(rows) + 1), word, BLANK, tag, tag, BLANK, head, BLANK, BLANK, BLANK))
         check_heads(

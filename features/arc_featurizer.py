@@ -343,15 +343,18 @@ class ArcFeaturizer:
     def __init__(self, mode: str = "alphabet", hash_bits: int = 22, *, use_lemma: bool = True,
                  use_feats: bool = True, tags: str = "both",
                  keys: np.ndarray | None = None, codes: np.ndarray | None = None):
-        if mode not in ("alphabet", "hash"):
+        if not isinstance(mode, str) or mode not in ("alphabet", "hash"):
             raise ValueError(f"feature mode must be 'alphabet' or 'hash', not {mode!r}")
-        if mode == "hash" and not 8 <= hash_bits <= 30:
-            raise ValueError(f"hash_bits must be between 8 and 30, not {hash_bits}")
+        if mode == "hash" and (isinstance(hash_bits, bool) or not isinstance(hash_bits, (int, np.integer))
+                               or not 8 <= hash_bits <= 30):
+            raise ValueError(f"hash_bits must be between 8 and 30, not {hash_bits!r}")
+        if mode == "hash" and ((keys is not None and len(keys)) or (codes is not None and len(codes))):
+            raise ValueError("a hashing featurizer has no alphabet (keys, codes)")
         self.mode = mode
         self.hash_bits = hash_bits if mode == "hash" else 0
         self.use_lemma = bool(use_lemma)
         self.use_feats = bool(use_feats)
-        if tags not in TAG_COLUMNS:
+        if not isinstance(tags, str) or tags not in TAG_COLUMNS:
             raise ValueError(f"tags must be one of {', '.join(TAG_COLUMNS)}, not {tags!r}")
         self.tags = tags
         self.flags = (USE_LEMMA if self.use_lemma else 0) | (USE_FEATS if self.use_feats else 0)
@@ -363,6 +366,9 @@ class ArcFeaturizer:
         """``keys``: sorted template keys; ``codes``: sorted ``row * N_SLOTS + slot`` of each feature."""
         self.keys = np.ascontiguousarray(keys, dtype=np.uint64)
         self.codes = np.ascontiguousarray(codes, dtype=np.int64)
+        if self.keys.ndim != 1 or self.codes.ndim != 1 or np.any(self.keys[1:] <= self.keys[:-1]) \
+                or np.any(self.codes[1:] <= self.codes[:-1]):
+            raise ValueError("template keys and feature codes must be sorted and unique")
         if self.codes.size and (self.codes.min() < 0 or self.codes.max() >= self.keys.size * N_SLOTS):
             raise ValueError("feature codes do not match the template keys")
         self.table = KeyTable(self.keys)

@@ -415,6 +415,8 @@ class ChainFeaturizer:
             raise ValueError("labels must be distinct")
         self.predicates = list(predicates)
         self.pred_index = {p: k for k, p in enumerate(self.predicates)}
+        if len(self.pred_index) != len(self.predicates):
+            raise ValueError("predicates must be distinct")
         self.lab_ptr = np.ascontiguousarray(lab_ptr, dtype=np.int64)
         self.lab_labels = np.ascontiguousarray(lab_labels, dtype=np.int32)
         self.trans_pairs = np.ascontiguousarray(trans_pairs, dtype=np.int64).reshape(-1, 2)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
+from egnlp.corpora.files import check_arrays, check_labels
 from egnlp.features.arc_labels import label_keys
 from egnlp.features.arc_templates import EncodedCorpus
 from egnlp.features.hashing import KeyTable, table_lookup
@@ -45,6 +46,11 @@ def _lookup(table_keys, table_vals, ev_ptr, keys):
 def predicate_ids(table: KeyTable, ev_ptr: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The alphabet rows of the keys of every event (keys not in ``table`` dropped): CSR ``(ev_ptr, ids)``."""
     return _lookup(table.table_keys, table.table_vals, ev_ptr, keys)
+
+
+# The arrays of a labeler in a model file: name -> (dtype, number of dimensions).
+LABELER_ARRAYS = {"labeler_keys": ("<u8", 1), "labeler_feat_ptr": ("<i8", 1), "labeler_feat_label": ("<i8", 1),
+                  "labeler_weights": ("<f8", 1), "labeler_root_ok": ("|b1", 1), "labeler_other_ok": ("|b1", 1)}
 
 
 class ArcLabeler:
@@ -118,5 +124,15 @@ class ArcLabeler:
 
     @classmethod
     def from_arrays(cls, labels: Sequence[str], arrays: dict[str, np.ndarray]) -> "ArcLabeler":
+        """The labeler of a model file: ``labels`` from its metadata, ``arrays`` those of :meth:`arrays`.
+
+        Raises:
+            ValueError: labels that are not distinct non-empty strings without whitespace, a missing,
+                unexpected or mistyped array, weights that are not finite, or arrays that do not agree.
+        """
+        check_labels(labels, "arc labels")
+        check_arrays(arrays, LABELER_ARRAYS)
+        if not np.all(np.isfinite(arrays["labeler_weights"])):
+            raise ValueError("labeler weights that are not finite")
         return cls(labels, arrays["labeler_root_ok"], arrays["labeler_other_ok"], arrays["labeler_keys"],
                    arrays["labeler_feat_ptr"], arrays["labeler_feat_label"], arrays["labeler_weights"])

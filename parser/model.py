@@ -5,12 +5,16 @@ A model file is one ``.npz`` (numpy's zip of arrays, read with
 
 - ``weights`` (n_features,) float64;
 - ``keys`` (uint64) and ``codes`` (int64): the feature alphabet;
+- ``labeler_*``: the arc labeler's arrays, when the parser has one (its
+  labels are in the metadata);
 - ``meta``: UTF-8 JSON bytes (uint8) with the format version, the model kind,
-  the feature configuration, the tree space, and the training settings and
-  final objective values.
+  the feature configuration, the tree space, the labels, the dtype and shape
+  of every array, and the training settings and final objective values.
 
-It is written to a temporary file beside the target and renamed, so a crash
-never leaves a half-written model.
+The file carries a checksum of all its bytes, and loading checks every
+array against its record and the metadata before using it
+(:mod:`egnlp.corpora.files`). It is written to a temporary file beside the
+target and renamed, so a crash never leaves a half-written model.
 """
 
 from __future__ import annotations
@@ -21,14 +25,18 @@ from typing import Any, Sequence
 import numpy as np
 
 from egnlp.corpora import Sentence
-from egnlp.corpora.files import ModelError, read_npz, write_npz_atomic
+from egnlp.corpora.files import ModelError, check_arrays, check_labels, read_npz, write_npz_atomic
 from egnlp.features.arc_featurizer import ArcFeaturizer
 from egnlp.features.arc_templates import TEMPLATES_VERSION, EncodedCorpus
 from egnlp.parser.labeler import ArcLabeler
 from egnlp.parser.trees import PROJECTIVE, check_root, tree_space
 
-FORMAT_VERSION = 2  # 2: tag columns by name, the arc labeler
+FORMAT_VERSION = 3  # 2: tag columns by name, the arc labeler; 3: a checksum and the arrays' records
 MODEL_KIND = "egnlp-parser"
+# The arrays of a parser file but the labeler's: name -> (dtype, number of dimensions).
+ARRAYS = {"weights": ("<f8", 1), "keys": ("<u8", 1), "codes": ("<i8", 1)}
+FEATURE_SETTINGS = {"templates": str, "mode": str, "hash_bits": int, "use_lemma": bool, "use_feats": bool,
+                    "tags": str}
 
 
 class Parser:
@@ -111,20 +119,42 @@ class Parser:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "Parser":
+        """Read a parser file (see the module docstring).
+
+        Raises:
+            ModelError: any file that is not a parser model of this format, or whose contents do not agree.
+        """
         arrays, meta = read_npz(path, MODEL_KIND, FORMAT_VERSION)
         features = meta.get("features")
         if not isinstance(features, dict):
             raise ModelError(f"{path}: inconsistent model file (no feature configuration)")
         if features.get("templates") != TEMPLATES_VERSION:
-            raise ModelError(f"{path}: model uses feature templates {features.get('templates')!r}, "
+            raise ModelError(f"{path}: model uses feature templates {str(features.get('templates'))[:40]!r}, "
                              f"this egnlp has {TEMPLATES_VERSION!r}; retrain the model")
         try:
+            if set(features) != set(FEATURE_SETTINGS) or any(
+                    type(features[name]) is not kind for name, kind in FEATURE_SETTINGS.items()):
+                raise ValueError("malformed feature configuration")
+            for name in ("root", "tree"):
+                if not isinstance(meta.get(name), str):
+                    raise ValueError(f"no {name} in the metadata")
+            info = meta.get("info")
+            if not isinstance(info, dict):
+                raise ValueError("'info' is not a JSON object")
+            labels = meta.get("labels")
+            if labels is not None:
+                check_labels(labels, "arc labels")
+            check_arrays({k: v for k, v in arrays.items() if not k.startswith("labeler_")}, ARRAYS)
+            if not np.all(np.isfinite(arrays["weights"])):
+                raise ValueError("weights that are not finite")
             featurizer = ArcFeaturizer(features["mode"], features["hash_bits"] or 22,
                                        use_lemma=features["use_lemma"], use_feats=features["use_feats"],
                                        tags=features["tags"],
                                        keys=arrays["keys"], codes=arrays["codes"])
-            labels = meta.get("labels")
-            labeler = ArcLabeler.from_arrays(labels, arrays) if labels is not None else None
-            return cls(featurizer, arrays["weights"], meta["root"], meta.get("info"), labeler, meta["tree"])
+            labeler_arrays = {k: v for k, v in arrays.items() if k.startswith("labeler_")}
+            if labels is None and labeler_arrays:
+                raise ValueError(f"unexpected array {next(iter(labeler_arrays))!r}")
+            labeler = ArcLabeler.from_arrays(labels, labeler_arrays) if labels is not None else None
+            return cls(featurizer, arrays["weights"], meta["root"], info, labeler, meta["tree"])
         except (KeyError, ValueError, TypeError) as exc:
             raise ModelError(f"{path}: inconsistent model file ({exc})") from None

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from egnlp.corpora.files import pack_strings, unpack_strings
+from egnlp.corpora.files import check_arrays, check_labels, pack_strings, unpack_strings
 from egnlp.features.chain import ChainFeatures, ChainFeaturizer, predicates_fingerprint
 from egnlp.tagger.chain import forward_backward, viterbi
 
 KIND = "crf"
+# The arrays of a CRF in a model file: name -> (dtype, number of dimensions).
+ARRAYS = {"weights": ("<f8", 1), "pred_bytes": ("|u1", 1), "pred_offsets": ("<i8", 1), "lab_ptr": ("<i8", 1),
+          "lab_labels": ("<i4", 1), "trans_pairs": ("<i8", 2)}
 
 
 def decode_ids(features: ChainFeatures, w: np.ndarray) -> list[np.ndarray]:
@@ -79,12 +82,19 @@ class CRFModel:
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], meta: dict) -> "CRFModel":
-        """Rebuild a model; raises ValueError / KeyError / TypeError on inconsistent input."""
-        use_pos = bool(meta["use_pos"])
+        """Rebuild a model; raises ValueError / KeyError / TypeError on inconsistent input (labels that are
+        not distinct non-empty strings without whitespace, a missing, unexpected or mistyped array, ...)."""
+        if not isinstance(meta["use_pos"], bool) or not isinstance(meta["all_transitions"], bool):
+            raise ValueError("use_pos and all_transitions must be true or false")
+        check_labels(meta["labels"])
+        check_arrays(arrays, ARRAYS)
+        if arrays["trans_pairs"].shape[1] != 2:
+            raise ValueError(f"trans_pairs of shape {arrays['trans_pairs'].shape}, expected (n, 2)")
+        use_pos = meta["use_pos"]
         if meta["predicates"] != predicates_fingerprint(use_pos):
             raise ValueError("the model was trained with other observation predicates "
                              "(features/predicates.py changed); retrain it")
         featurizer = ChainFeaturizer(meta["labels"], unpack_strings(arrays["pred_bytes"], arrays["pred_offsets"]),
                                      arrays["lab_ptr"], arrays["lab_labels"], arrays["trans_pairs"],
-                                     use_pos=use_pos, all_transitions=bool(meta["all_transitions"]))
+                                     use_pos=use_pos, all_transitions=meta["all_transitions"])
         return cls(featurizer, arrays["weights"])

@@ -28,11 +28,15 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from numba import njit
 
-from egnlp.corpora.files import pack_strings, unpack_strings
+from egnlp.corpora.files import check_arrays, check_labels, pack_strings, unpack_strings
 from egnlp.features.label_pairs import label_scores
 from egnlp.features.predicates import BOS, token_predicates
 
 MODEL_FORMAT = 2  # 2: predicates as UTF-8 bytes + offsets (1: a fixed-width str array)
+MAX_BEAM = 1000
+# The arrays of a maxent model in a model file: name -> (dtype, number of dimensions).
+ARRAYS = {"pred_bytes": ("|u1", 1), "pred_offsets": ("<i8", 1), "feat_ptr": ("<i8", 1), "feat_label": ("<i8", 1),
+          "weights": ("<f8", 1)}
 H1 = "y[-1]="
 H2 = "y[-2]|y[-1]="
 
@@ -238,8 +242,10 @@ class MaxentModel:
         Y, P, n = len(self.labels), len(self.predicates), self.feat_label.shape[0]
         if Y < 1 or len(set(self.labels)) != Y:
             raise ValueError("a maxent model needs at least one label and no repeated labels")
-        if self.beam < 1:
-            raise ValueError(f"beam must be >= 1, not {beam}")
+        if not 1 <= self.beam <= MAX_BEAM:
+            raise ValueError(f"beam must be between 1 and {MAX_BEAM}, not {beam}")
+        if not np.all(np.isfinite(self.weights)):
+            raise ValueError("weights must be finite")
         if self.feat_ptr.shape != (P + 1,) or self.feat_ptr[0] != 0 or self.feat_ptr[-1] != n \
                 or np.any(np.diff(self.feat_ptr) < 0):
             raise ValueError(f"feat_ptr must be a CSR pointer over {n} features for {P} predicates")
@@ -309,15 +315,21 @@ class MaxentModel:
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], meta: dict) -> "MaxentModel":
         if not isinstance(meta, dict) or meta.get("kind") != cls.kind:
-            raise ValueError(f"not a maxent model (kind {meta.get('kind') if isinstance(meta, dict) else None!r})")
+            kind = meta.get("kind") if isinstance(meta, dict) else None
+            raise ValueError(f"not a maxent model (kind {repr(kind)[:40]})")
         if meta.get("format") != MODEL_FORMAT:
-            raise ValueError(f"maxent model format {meta.get('format')!r} is not supported (this reads "
+            raise ValueError(f"maxent model format {repr(meta.get('format'))[:40]} is not supported (this reads "
                              f"{MODEL_FORMAT}); retrain the model")
         if meta.get("history") != [H1, H2]:
-            raise ValueError(f"maxent model with history predicates {meta.get('history')!r}, expected {[H1, H2]}")
-        missing = [k for k in ("pred_bytes", "pred_offsets", "feat_ptr", "feat_label", "weights") if k not in arrays]
-        if missing or "labels" not in meta:
-            raise ValueError(f"inconsistent maxent model (missing {', '.join(missing) or 'labels'})")
+            raise ValueError(f"maxent model with history predicates {repr(meta.get('history'))[:60]}, "
+                             f"expected {[H1, H2]}")
+        check_arrays(arrays, ARRAYS)
+        check_labels(meta.get("labels"))
+        beam, use_pos, info = meta.get("beam"), meta.get("use_pos"), meta.get("info")
+        if type(beam) is not int or not 1 <= beam <= MAX_BEAM:
+            raise ValueError(f"beam must be an integer between 1 and {MAX_BEAM}, not {str(beam)[:40]}")
+        if not isinstance(use_pos, bool) or not isinstance(info, dict):
+            raise ValueError("inconsistent maxent model (use_pos must be true or false, info a JSON object)")
         preds = unpack_strings(arrays["pred_bytes"], arrays["pred_offsets"])
         return cls(meta["labels"], preds, arrays["feat_ptr"], arrays["feat_label"], arrays["weights"],
-                   use_pos=bool(meta.get("use_pos", False)), beam=int(meta.get("beam", 3)), info=meta.get("info"))
+                   use_pos=use_pos, beam=beam, info=info)

@@ -8,7 +8,9 @@ runs code) holding the inner model's arrays and ``meta``: UTF-8 JSON with the
 format version, the kind ``egnlp-tagger``, the inner kind (``crf`` or
 ``maxent``), the label column (``pos`` or ``chunk``), the inner model's own
 metadata and the training information.  It is written to a temporary file
-and renamed (:func:`egnlp.corpora.files.write_npz_atomic`).
+and renamed (:func:`egnlp.corpora.files.write_npz_atomic`); it carries a
+checksum of all its bytes and the dtype and shape of every array, checked on
+loading before any array is used (:mod:`egnlp.corpora.files`).
 
 The training vocabulary (the sorted word forms of the training sentences, for
 accuracy on unknown words) is stored, when the Tagger has one, as the arrays
@@ -26,14 +28,15 @@ import numpy as np
 
 from egnlp.corpora import Sentence
 from egnlp.corpora.sentence import LABEL_COLUMNS
-from egnlp.corpora.files import ModelError, pack_strings, read_npz, unpack_strings, write_npz_atomic
+from egnlp.corpora.files import ModelError, check_arrays, pack_strings, read_npz, unpack_strings, write_npz_atomic
 from egnlp.tagger.crf import CRFModel
 from egnlp.tagger.maxent import MaxentModel
 from egnlp.tagger.text import sentences_and_tokens
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: a checksum and the arrays' records
 MODEL_KIND = "egnlp-tagger"
 VOCAB_ARRAYS = ("vocab_bytes", "vocab_offsets")
+VOCAB_DTYPES = {"vocab_bytes": ("|u1", 1), "vocab_offsets": ("<i8", 1)}
 INNER_MODELS: dict[str, type] = {CRFModel.kind: CRFModel, MaxentModel.kind: MaxentModel}
 
 __all__ = ["FORMAT_VERSION", "MODEL_KIND", "ModelError", "SequenceModel", "Tagger"]
@@ -74,6 +77,7 @@ def _vocab_from_arrays(arrays: dict[str, np.ndarray]) -> list[str] | None:
         return None
     if len(present) != len(VOCAB_ARRAYS):
         raise ValueError(f"vocabulary array {present[0]!r} without its partner")
+    check_arrays({name: arrays[name] for name in VOCAB_ARRAYS}, VOCAB_DTYPES)
     return unpack_strings(arrays.pop("vocab_bytes"), arrays.pop("vocab_offsets"))
 
 
@@ -199,23 +203,31 @@ class Tagger:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "Tagger":
+        """Read a tagger file (see the module docstring).
+
+        Raises:
+            ModelError: any file that is not a tagger model of this format, or whose contents do not agree.
+        """
         arrays, meta = read_npz(path, MODEL_KIND, FORMAT_VERSION)
         try:
             kind, column, inner = meta["model"], meta["column"], meta["inner"]
         except KeyError as exc:
             raise ModelError(f"{path}: inconsistent model file (no {exc.args[0]!r} in its metadata)") from None
-        if column not in LABEL_COLUMNS:
-            raise ModelError(f"{path}: unknown label column {column!r} (known: {', '.join(LABEL_COLUMNS)})")
+        if not isinstance(column, str) or column not in LABEL_COLUMNS:
+            raise ModelError(f"{path}: unknown label column {repr(column)[:40]} (known: {', '.join(LABEL_COLUMNS)})")
+        info = meta.get("info", {})
+        if not isinstance(info, dict) or not isinstance(inner, dict):
+            raise ModelError(f"{path}: inconsistent model file ('info' and 'inner' must be JSON objects)")
         try:
-            inner_cls = _inner_class(kind)
+            inner_cls = _inner_class(kind if isinstance(kind, str) and len(kind) <= 40 else repr(kind)[:40])
         except ModelError as exc:
             raise ModelError(f"{path}: {exc}") from None
         try:
             vocabulary = _vocab_from_arrays(arrays)
             model = inner_cls.from_arrays(arrays, inner)
-        except (KeyError, ValueError, TypeError, IndexError, UnicodeDecodeError) as exc:
+        except (KeyError, ValueError, TypeError, IndexError, OverflowError) as exc:
             detail = f"missing {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
             raise ModelError(f"{path}: inconsistent model file ({detail})") from None
         if getattr(model, "kind", None) != kind:
             raise ModelError(f"{path}: inconsistent model file (inner kind {kind!r} built a {model.kind!r} model)")
-        return cls(model, column, meta.get("info"), vocabulary)
+        return cls(model, column, info, vocabulary)

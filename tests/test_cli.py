@@ -25,6 +25,7 @@ import pytest
 from typer.testing import Result
 
 from egnlp.corpora import Sentence, format_conll, list_datasets, load_dataset, read_conll, write_conll
+from egnlp.corpora.files import add_checksum
 from egnlp.corpora.sentence import COL9, COL10, DEPREL, HEAD, find_cycle, is_projective
 from egnlp.parser.evaluate import attachment_scores
 from egnlp.parser.model import Parser
@@ -394,8 +395,9 @@ def real_model(model: Path) -> tuple[dict[str, np.ndarray], dict]:
 
 
 def with_meta(model: Path, **changes: object) -> bytes:
+    """The model file with its metadata changed and a valid checksum (so that the metadata is what fails)."""
     arrays, meta = real_model(model)
-    return npz_bytes(**{**arrays, "meta": meta_array({**meta, **changes})})
+    return add_checksum(npz_bytes(**{**arrays, "meta": meta_array({**meta, **changes})}))
 
 
 def npy_bytes(model: Path) -> bytes:

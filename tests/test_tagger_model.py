@@ -9,7 +9,7 @@ from egnlp.tagging import train_crf_tagger
 from egnlp.tagger import ModelError, Tagger
 from egnlp.tagger.crf import CRFModel
 from egnlp.tagger.maxent import MaxentModel
-from egnlp.tagger.model import _inner_class
+from egnlp.tagger.model import FORMAT_VERSION, _inner_class
 from egnlp.tagger.text import sentences_and_tokens, split_sentences, tokenize
 
 
@@ -153,7 +153,8 @@ def test_bad_model_files(pos_tagger, tmp_path):
     from egnlp.corpora.files import write_npz_atomic
 
     def write(name, arrays, **meta):
-        full = {"kind": "egnlp-tagger", "format_version": 1, "model": "crf", "column": "pos", "inner": inner, "info": {}}
+        full = {"kind": "egnlp-tagger", "format_version": FORMAT_VERSION, "model": "crf", "column": "pos",
+                "inner": inner, "info": {}}
         full.update(meta)
         write_npz_atomic(tmp_path / name, arrays, full)
         return tmp_path / name
