@@ -16,10 +16,9 @@ import numpy as np
 
 from egnlp.corpora import Sentence, guess_root
 from egnlp.features.arc_featurizer import ArcFeaturizer
-from egnlp.features.arc_labels import label_keys
 from egnlp.features.hashing import KeyTable
 from egnlp.parser.trees import PROJECTIVE, choose_tree, tree_space
-from egnlp.parser.labeler import ArcLabeler, predicate_ids
+from egnlp.parser.labeler import ArcLabeler, arc_label_keys, predicate_ids
 from egnlp.parser.model import Parser
 from egnlp.parser.problem import ParsingProblem
 from egnlp.training.path import PathPoint, regularization_path
@@ -187,7 +186,7 @@ def train_labeler(featurizer: ArcFeaturizer, train: Sequence[Sentence], *, sigma
     trees) is scored by label accuracy (%) after every pass."""
     encoded = featurizer.encode(train)
     heads = [s.heads for s in train]
-    ev_ptr, keys = label_keys(encoded.tok_ptr, encoded.atoms, encoded.heads_rows(heads))
+    ev_ptr, keys = arc_label_keys(train, encoded, heads)
     unique, counts = np.unique(keys, return_counts=True)
     alphabet = KeyTable(unique[counts >= cutoff])
     ev_ptr, ids = predicate_ids(alphabet, ev_ptr, keys)
@@ -202,7 +201,7 @@ def train_labeler(featurizer: ArcFeaturizer, train: Sequence[Sentence], *, sigma
                          np.zeros(problem.n_features))
     dev_score = None
     if dev:
-        dev_events = labeler.events(featurizer.encode(dev), [s.heads for s in dev])
+        dev_events = labeler.events(dev, featurizer.encode(dev), [s.heads for s in dev])
         dev_gold = np.array([index.get(label, -1) for s in dev for label in s.deprels])
         dev_root = np.array([h == 0 for s in dev for h in s.heads])
 

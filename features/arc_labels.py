@@ -21,7 +21,9 @@ distance slot (:func:`~egnlp.features.arc_templates.dirdist_slot`):
 - each child c of m: cC.mC, cL.mC, cL.cC.hC; the number of m's children
   (0, 1, 2, 3+) with mC;
 - each other child s of h: sC.mC; whether m is the nearest and the farthest
-  child of h on its side, with hC.mC; the number of h's children with hC.
+  child of h on its side, with hC.mC; the number of h's children with hC;
+- each morphological feature f of m (FEATS split at ``|``: ``Case=Nom``,
+  Basque ``ERG``): f, f.mC, f.hC; each feature g of h: g.mC.
 
 Every template instance is a non-zero uint64 key, as for the arc features.
 """
@@ -32,12 +34,32 @@ import numpy as np
 from numba import njit
 
 from egnlp.features.arc_templates import CPOS, FEATS, LEMMA, POS, PREFIX, WORD, _PAD_LEFT, _PAD_RIGHT, dirdist_slot
-from egnlp.features.hashing import combine
+from egnlp.features.hashing import StringHasher, combine
 
 _T0 = 1000  # label template numbers start here (a key space apart from the arc templates')
 N_FIXED_KEYS = 29  # keys of an arc besides those per child of m and per sibling
 KEYS_PER_CHILD = 3
 KEYS_PER_SIBLING = 1
+KEYS_PER_MOD_FEATURE = 3
+KEYS_PER_HEAD_FEATURE = 1
+
+
+def feature_atoms(sentences, hasher: StringHasher | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Each word's morphological features (FEATS split at ``|``; ``_`` is none) as atoms, laid out
+    like the rows of an encoded corpus (a root row with none first in each sentence): CSR
+    ``(feat_ptr (rows + 1,), feats)``."""
+    hasher = hasher or StringHasher()
+    counts = []
+    values: list[str] = []
+    for sentence in sentences:
+        counts.append(0)  # the root row
+        for feats in sentence.feats:
+            parts = [] if feats == "_" else feats.split("|")
+            counts.append(len(parts))
+            values.extend(parts)
+    feat_ptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=feat_ptr[1:])
+    return feat_ptr, hasher.array(values) if values else np.zeros(0, dtype=np.int64)
 
 
 @njit(cache=True)
@@ -56,7 +78,7 @@ def _count_bin(k):
 
 
 @njit(cache=True)
-def _arc_keys(atoms, base, n, heads, child_ptr, child_ids, m, out):
+def _arc_keys(atoms, base, n, heads, child_ptr, child_ids, m, feat_ptr, feats, out):
     """Write the label keys of the arc heads[m] -> m of one sentence into ``out``; return their number.
 
     ``heads`` (n + 1,) int64 sentence-local heads (heads[0] = -1); the
@@ -122,17 +144,27 @@ def _arc_keys(atoms, base, n, heads, child_ptr, child_ids, m, out):
                 farthest = False
     out[c] = _lkey(31, np.int64(nearest) * 2 + np.int64(farthest), hc, mc, 0)
     out[c + 1] = _lkey(32, _count_bin(child_ptr[h + 1] - child_ptr[h]), hc, 0, 0)
-    return c + 2
+    c += 2
+    for j in range(feat_ptr[M], feat_ptr[M + 1]):
+        out[c] = _lkey(33, feats[j], 0, 0, 0)
+        out[c + 1] = _lkey(34, feats[j], mc, 0, 0)
+        out[c + 2] = _lkey(35, feats[j], hc, 0, 0)
+        c += KEYS_PER_MOD_FEATURE
+    for j in range(feat_ptr[H], feat_ptr[H + 1]):
+        out[c] = _lkey(36, feats[j], mc, 0, 0)
+        c += KEYS_PER_HEAD_FEATURE
+    return c
 
 
 @njit(cache=True)
-def label_keys(tok_ptr, atoms, head_rows):
+def label_keys(tok_ptr, atoms, head_rows, feat_ptr, feats):
     """The label keys of every word's arc in a corpus of trees.
 
     Args:
         tok_ptr, atoms: an encoded corpus (:class:`~egnlp.features.arc_templates.EncodedCorpus`).
         head_rows: the head of every row (sentence-local, -1 on root rows), like
             :meth:`EncodedCorpus.heads_rows`; the heads of a sentence must form a tree.
+        feat_ptr, feats: the rows' morphological features (:func:`feature_atoms`).
 
     Returns:
         ``(ev_ptr, keys)``: the keys of word i (words numbered across the
@@ -149,7 +181,10 @@ def label_keys(tok_ptr, atoms, head_rows):
         for m in range(1, n + 1):
             kids[head_rows[base + m]] += 1
         for m in range(1, n + 1):
-            total += N_FIXED_KEYS + KEYS_PER_CHILD * kids[m] + KEYS_PER_SIBLING * kids[head_rows[base + m]]
+            h = head_rows[base + m]
+            total += (N_FIXED_KEYS + KEYS_PER_CHILD * kids[m] + KEYS_PER_SIBLING * kids[h]
+                      + KEYS_PER_MOD_FEATURE * (feat_ptr[base + m + 1] - feat_ptr[base + m])
+                      + KEYS_PER_HEAD_FEATURE * (feat_ptr[base + h + 1] - feat_ptr[base + h]))
     ev_ptr = np.zeros(n_words + 1, dtype=np.int64)
     keys = np.empty(total, dtype=np.uint64)
     word = 0
@@ -169,7 +204,7 @@ def label_keys(tok_ptr, atoms, head_rows):
             child_ids[fill[heads[m]]] = m
             fill[heads[m]] += 1
         for m in range(1, n + 1):
-            c += _arc_keys(atoms, base, n, heads, child_ptr, child_ids, m, keys[c:])
+            c += _arc_keys(atoms, base, n, heads, child_ptr, child_ids, m, feat_ptr, feats, keys[c:])
             word += 1
             ev_ptr[word] = c
     return ev_ptr, keys[:c]

@@ -21,7 +21,8 @@ import numpy as np
 from numba import njit
 
 from egnlp.corpora.files import check_arrays, check_labels
-from egnlp.features.arc_labels import label_keys
+from egnlp.corpora import Sentence
+from egnlp.features.arc_labels import feature_atoms, label_keys
 from egnlp.features.arc_templates import EncodedCorpus
 from egnlp.features.hashing import KeyTable, table_lookup
 from egnlp.features.label_pairs import label_scores
@@ -41,6 +42,12 @@ def _lookup(table_keys, table_vals, ev_ptr, keys):
                 c += 1
         out_ptr[i + 1] = c
     return out_ptr, ids[:c]
+
+
+def arc_label_keys(sentences: Sequence[Sentence], encoded: EncodedCorpus,
+                   heads_list: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """The label template keys of every word's arc (:func:`~egnlp.features.arc_labels.label_keys`)."""
+    return label_keys(encoded.tok_ptr, encoded.atoms, encoded.heads_rows(heads_list), *feature_atoms(sentences))
 
 
 def predicate_ids(table: KeyTable, ev_ptr: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -90,10 +97,11 @@ class ArcLabeler:
             raise ValueError(f"{self.weights.shape[0]} weights for {n} features, labels in [0, {L})")
         self.table = KeyTable(self.keys)
 
-    def events(self, encoded: EncodedCorpus, heads_list: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
-        """Predicate ids of every word's arc in the trees ``heads_list``: CSR ``(ev_ptr, ids)``."""
-        ev_ptr, keys = label_keys(encoded.tok_ptr, encoded.atoms, encoded.heads_rows(heads_list))
-        return predicate_ids(self.table, ev_ptr, keys)
+    def events(self, sentences: Sequence[Sentence], encoded: EncodedCorpus,
+               heads_list: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """Predicate ids of every word's arc in the trees ``heads_list`` of ``sentences`` (encoded as
+        ``encoded``): CSR ``(ev_ptr, ids)``."""
+        return predicate_ids(self.table, *arc_label_keys(sentences, encoded, heads_list))
 
     def scores(self, events: tuple[np.ndarray, np.ndarray], weights: np.ndarray | None = None) -> np.ndarray:
         """Label scores (words, labels) of encoded events under ``weights`` (default: the model's)."""
@@ -105,9 +113,10 @@ class ArcLabeler:
         allowed = np.where(at_root[:, None], self.root_ok[None, :], self.other_ok[None, :])
         return np.where(allowed, scores, -np.inf).argmax(axis=1)
 
-    def label(self, encoded: EncodedCorpus, heads_list: Sequence[Sequence[int]]) -> list[list[str]]:
+    def label(self, sentences: Sequence[Sentence], encoded: EncodedCorpus,
+              heads_list: Sequence[Sequence[int]]) -> list[list[str]]:
         """DEPREL of every word of the trees ``heads_list`` (one list of heads per sentence, 0 = root)."""
-        ids = self.best(self.scores(self.events(encoded, heads_list)),
+        ids = self.best(self.scores(self.events(sentences, encoded, heads_list)),
                         np.concatenate([np.asarray(h, dtype=np.int64) == 0 for h in heads_list])
                         if heads_list else np.zeros(0, dtype=np.bool_))
         out = []

@@ -94,7 +94,7 @@ class Parser:
         """Heads of every sentence's best tree, and the labels of its arcs (None without a labeler)."""
         encoded = self.featurizer.encode(sentences)
         heads = self._heads(encoded)
-        return heads, self.labeler.label(encoded, heads) if self.labeler is not None else None
+        return heads, self.labeler.label(sentences, encoded, heads) if self.labeler is not None else None
 
     def parse(self, sentences: Sequence[Sentence]) -> list[Sentence]:
         """Copies of ``sentences`` with predicted heads and labels (DEPREL ``_`` without a labeler)."""

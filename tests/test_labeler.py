@@ -11,13 +11,15 @@ import pytest
 from egnlp.api import train_labeler, train_parser
 from egnlp.corpora import load_dataset, parse_conll
 from egnlp.features.arc_featurizer import ArcFeaturizer
-from egnlp.features.arc_labels import KEYS_PER_CHILD, KEYS_PER_SIBLING, N_FIXED_KEYS, label_keys
+from egnlp.features.arc_labels import (KEYS_PER_CHILD, KEYS_PER_HEAD_FEATURE, KEYS_PER_MOD_FEATURE,
+                                       KEYS_PER_SIBLING, N_FIXED_KEYS)
+from egnlp.parser.labeler import arc_label_keys
 from egnlp.parser.model import Parser
 
 
 def _sentence(rows):
     """CoNLL-U text of (form, lemma, upos, head, deprel) rows."""
-    lines = [f"{i}\t{form}\t{lemma}\t{upos}\t_\t_\t{head}\t{rel}\t_\t_"
+    lines = [f"{i}\t{form}\t{lemma}\t{upos}\t_\t{'Case=Nom|Number=Sing' if upos == 'PROPN' else '_'}\t{head}\t{rel}\t_\t_"
              for i, (form, lemma, upos, head, rel) in enumerate(rows, start=1)]
     return "\n".join(lines) + "\n\n"
 
@@ -31,16 +33,18 @@ def test_keys_per_arc_follow_the_tree():
     featurizer = ArcFeaturizer.for_corpus(sentences)
     encoded = featurizer.encode(sentences)
     heads = [s.heads for s in sentences]
-    ev_ptr, keys = label_keys(encoded.tok_ptr, encoded.atoms, encoded.heads_rows(heads))
+    ev_ptr, keys = arc_label_keys(sentences, encoded, heads)
     children = Counter(heads[0])
+    n_feats = [0] + [0 if f == "_" else len(f.split("|")) for f in sentences[0].feats]  # root row first
     expected = [N_FIXED_KEYS + KEYS_PER_CHILD * children[m] + KEYS_PER_SIBLING * (children[h] - 1)
+                + KEYS_PER_MOD_FEATURE * n_feats[m] + KEYS_PER_HEAD_FEATURE * n_feats[h]
                 for m, h in enumerate(heads[0], start=1)]
     assert np.diff(ev_ptr).tolist() == expected
     assert np.all(keys != 0)
     # a child of the modifier is read: another case marker under "Ana" changes the keys of its arc
     other = parse_conll(_sentence([*SENTENCE[:3], ("sin", "sin", "ADP", 5, "case"), SENTENCE[4]]))
     enc2 = featurizer.encode(other)
-    ptr2, keys2 = label_keys(enc2.tok_ptr, enc2.atoms, enc2.heads_rows([s.heads for s in other]))
+    ptr2, keys2 = arc_label_keys(other, enc2, [s.heads for s in other])
     arc = slice(ev_ptr[4], ev_ptr[5])  # "Ana"'s arc
     assert set(keys[arc]) != set(keys2[ptr2[4]:ptr2[5]])
     assert set(keys[ev_ptr[0]:ev_ptr[1]]) == set(keys2[ptr2[0]:ptr2[1]])  # "Vi" sees neither
@@ -57,7 +61,7 @@ def test_labeler_learns_the_labels_of_gold_trees(es_small):
     train, dev = es_small
     featurizer = ArcFeaturizer.for_corpus(train)
     labeler, result = train_labeler(featurizer, train, max_passes=15, dev=dev)
-    predicted = labeler.label(featurizer.encode(dev), [s.heads for s in dev])
+    predicted = labeler.label(dev, featurizer.encode(dev), [s.heads for s in dev])
     gold = [label for s in dev for label in s.deprels]
     flat = [label for labels in predicted for label in labels]
     accuracy = np.mean([p == g for p, g in zip(flat, gold)])
