@@ -4,16 +4,21 @@ These reproduce the comparisons of Collins et al. (2008): online EG against
 L-BFGS, SGD and batch EG on the log-linear objective (Sec. 7.1.3-7.1.4,
 7.2, Fig. 12), against the cutting-plane method on the max-margin objective
 (Sec. 8, Fig. 13), random against cyclic order (Fig. 7), and the
-warm-started path of C values (Sec. 7.1.2, Table 3).  Thin CLI commands
-(``egnlp bench optimizers`` / ``egnlp bench path``) call these functions.
+warm-started path of C values (Sec. 7.1.2, Table 3).  The rate comparison
+measures the claim of Zhang, Saha and Vishwanathan (2011, Table 1): the
+duality gap of excessive gap reduction (``egr``) falls as O(1/k^2), EG's as
+O(1/k).  Thin CLI commands (``egnlp bench optimizers`` / ``path`` /
+``rates``) call these functions.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
+
+import numpy as np
 
 from egnlp.corpora.files import write_text_atomic
 from egnlp.training.path import PathPoint, regularization_path
@@ -22,6 +27,8 @@ from egnlp.training.registry import get_trainer, make_config
 
 THRESHOLDS = ("1e-2", "1e-3", "1e-4")
 DEFAULT_TRAINERS = {"ll": ("eg-ll", "lbfgs", "sgd", "eg-ll-batch"), "mm": ("eg-mm", "cutting-plane", "bcfw")}
+GAP_THRESHOLDS = ("1e-1", "1e-2", "1e-3", "1e-4")
+RATE_TRAINERS = ("egr", "egr/paper", "eg-mm-batch/fixed", "eg-mm", "eg-mm/gap", "bcfw", "bcfw/gap", "cutting-plane")
 
 
 def _csv_text(header: Sequence[str], rows: Sequence[Sequence]) -> str:
@@ -37,23 +44,26 @@ def _csv_text(header: Sequence[str], rows: Sequence[Sequence]) -> str:
 def run_spec(spec: str) -> tuple[str, dict]:
     """``"eg-ll"``, ``"eg-ll/cyclic"``, ``"eg-ll/anneal"``... -> (trainer, settings).
 
-    Suffixes: ``/cyclic`` or ``/random`` (example order), ``/fixed`` (EG
-    without annealing of C), ``/average`` (SGD iterate averaging).
+    Suffixes: ``/cyclic``, ``/random`` or ``/gap`` (example order), ``/fixed`` (EG
+    without annealing of C), ``/average`` (SGD iterate averaging), ``/paper``
+    (``egr`` with the paper's step from the data bound on L instead of the checked estimate).
     """
     name, *flags = spec.split("/")
     trainer = get_trainer(name)
     fields = set(trainer.config.__dataclass_fields__)
     settings: dict = {}
     for flag in flags:
-        if flag in ("random", "cyclic") and "order" in fields:
+        if flag in ("random", "cyclic", "gap") and "order" in fields:
             settings["order"] = flag
         elif flag == "fixed" and "anneal" in fields:
             settings["anneal"] = False
         elif flag == "average" and "average" in fields:
             settings["average"] = True
+        elif flag in ("paper", "adaptive") and "step" in fields:
+            settings["step"] = flag
         else:
             raise ValueError(f"run '{spec}': '{flag}' is not a setting of trainer '{name}' "
-                             "(suffixes: /random, /cyclic, /fixed, /average)")
+                             "(suffixes: /random, /cyclic, /gap, /fixed, /average, /paper, /adaptive)")
     return name, settings
 
 
@@ -279,3 +289,128 @@ def run_path(problem, trainer_name: str, Cs: Sequence[float], *, dev=None, tol: 
     return regularization_path(problem, get_trainer(trainer_name), list(Cs), dev=dev, tol=tol,
                                on_point=on_point, **settings)
 
+
+
+def first_gap_below(records: Sequence[PassRecord], threshold: float) -> PassRecord | None:
+    """The first record whose relative duality gap is at most ``threshold`` (records without a gap,
+    such as annealed EG's passes above the target C, never count)."""
+    return next((r for r in records if r.rel_gap is not None and r.rel_gap <= threshold), None)
+
+
+def gap_slope(records: Sequence[PassRecord]) -> tuple[float, float, float] | None:
+    """(slope, x0, x1): the least-squares slope of log(relative gap) against log(effective
+    iterations) over the last decade of the run, x0 = x1 / 10 <= x <= x1 (x1 the last record's
+    effective iterations); None with fewer than 3 records there or a run shorter than a decade."""
+    pts = [(r.eff_iters, r.rel_gap) for r in records if r.rel_gap is not None and r.rel_gap > 0 and r.eff_iters > 0]
+    if not pts:
+        return None
+    x1 = pts[-1][0]
+    x0 = x1 / 10.0
+    last = [(x, g) for x, g in pts if x >= x0]
+    if len(last) < 3 or pts[0][0] > x0:
+        return None
+    lx, lg = np.log([x for x, _ in last]), np.log([g for _, g in last])
+    return float(np.polyfit(lx, lg, 1)[0]), x0, x1
+
+
+def summarize_rates(runs: dict[str, list[PassRecord]]) -> dict:
+    """The ``summary.json`` of a rate comparison: per run, effective iterations and seconds to each
+    relative duality gap of :data:`GAP_THRESHOLDS`, the last-decade slope (:func:`gap_slope`) and the
+    final state; with the best primal and the best dual bound of all runs (at the compared C)."""
+    at_C = [r for recs in runs.values() for r in recs if r.dual is not None]
+    summary = {"best_primal": min(r.primal for recs in runs.values() for r in recs),
+               "best_dual_bound": max((-r.dual for r in at_C), default=None), "runs": {}}
+    for spec, recs in runs.items():
+        reached = {t: first_gap_below(recs, float(t)) for t in GAP_THRESHOLDS}
+        slope = gap_slope(recs)
+        summary["runs"][spec] = {
+            "eff_iters_to": {t: (r.eff_iters if r else None) for t, r in reached.items()},
+            "seconds_to": {t: (r.seconds if r else None) for t, r in reached.items()},
+            "slope": slope[0] if slope else None,
+            "slope_range": [slope[1], slope[2]] if slope else None,
+            "final_rel_gap": recs[-1].rel_gap, "final_eff_iters": recs[-1].eff_iters,
+            "final_seconds": recs[-1].seconds, "final_primal": recs[-1].primal,
+        }
+    return summary
+
+
+def markdown_rates(title: str, summary: dict) -> str:
+    bound = summary["best_dual_bound"]
+    bracket = "" if bound is None else (f"; best dual bound {bound:.6f}, bracket "
+                                        f"{(summary['best_primal'] - bound) / abs(summary['best_primal']):.1e}")
+    lines = [f"# {title}", "", f"Best primal {summary['best_primal']:.6f}{bracket}.", "",
+             "| run | eff. it. to gap 1e-1 | 1e-2 | 1e-3 | 1e-4 | seconds to 1e-1 | 1e-2 | 1e-3 | 1e-4 "
+             "| final gap (eff. it., s) | slope, last decade |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for spec, run in summary["runs"].items():
+        it = [_fmt(run["eff_iters_to"][t], ".1f") for t in GAP_THRESHOLDS]
+        sec = [_fmt(run["seconds_to"][t], ".0f") for t in GAP_THRESHOLDS]
+        gap = "none" if run["final_rel_gap"] is None else f"{run['final_rel_gap']:.1e}"
+        final = f"{gap} ({run['final_eff_iters']:.0f}, {run['final_seconds']:.0f})"
+        slope = "n/a" if run["slope"] is None else (f"{run['slope']:.2f} ({run['slope_range'][0]:.0f}-"
+                                                    f"{run['slope_range'][1]:.0f})")
+        lines.append(f"| {spec} | {' | '.join(it)} | {' | '.join(sec)} | {final} | {slope} |")
+    lines += ["", "Relative duality gap (primal - dual) / primal; slope: least-squares slope of log(gap) "
+              "against log(effective iterations) over the last tenfold range of effective iterations "
+              "(O(1/k^2) is -2, O(1/k) is -1)."]
+    return "\n".join(lines) + "\n"
+
+
+def _plot_gaps(runs: dict[str, list[PassRecord]], out: Path, title: str) -> Path:
+    """Relative duality gap against effective iterations (log-log) and against seconds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5))
+    for spec, recs in runs.items():
+        pts = [(r.eff_iters, r.seconds, r.rel_gap) for r in recs
+               if r.rel_gap is not None and r.rel_gap > 0 and r.eff_iters > 0]
+        if not pts:
+            continue
+        x, sec, g = zip(*pts)
+        line, = axes[0].loglog(x, g, label=spec)
+        axes[1].semilogy(sec, g, color=line.get_color(), label=spec)
+    axes[0].set_xlabel("effective iterations")
+    axes[1].set_xlabel("seconds")
+    for ax in axes:
+        ax.set_ylabel("relative duality gap")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    path = out / "gap.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def write_rate_report(runs: dict[str, list[PassRecord]], out: Path, title: str) -> dict:
+    """curves.csv, summary.json, summary.md and gap.png into ``out``; returns the summary."""
+    out.mkdir(parents=True, exist_ok=True)
+    summary = summarize_rates(runs)
+    header = ["run", "passes", "eff_iters", "seconds", "C", "primal", "dual", "gap", "rel_gap"]
+    rows = [[spec, r.passes, r.eff_iters, r.seconds, r.C, r.primal, r.dual, r.gap, r.rel_gap]
+            for spec, recs in runs.items() for r in recs]
+    write_text_atomic(out / "curves.csv", _csv_text(header, rows))
+    write_text_atomic(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    write_text_atomic(out / "summary.md", markdown_rates(title, summary))
+    try:
+        summary["plots"] = [_plot_gaps(runs, out, title).name]
+    except ImportError:
+        summary["plots"] = []
+    return summary
+
+
+def tagging_problem(data: str, limit: int | None = None):
+    """The CRF problem (chain parts, :class:`egnlp.tagger.problem.TaggingProblem`) of a tagging data
+    set's train split, its first ``limit`` non-empty sentences if given: a chunker (POS input) for a
+    chunking set, a POS tagger otherwise."""
+    from egnlp.features.chain import ChainFeaturizer
+    from egnlp.tagger.problem import TaggingProblem
+    from egnlp.tagging import dataset_columns
+
+    tokens, labels, pos = dataset_columns(data, "train", limit)
+    featurizer = ChainFeaturizer.fit(tokens, labels, pos)
+    return TaggingProblem.from_sentences(featurizer, tokens, labels, pos)

@@ -132,7 +132,8 @@ def parser_train(
     anneal: Optional[bool] = typer.Option(None, "--anneal/--no-anneal",
                                           help="EG: start at 10 C and decay to C (much faster for small C) [default: on]."),
     order: Optional[str] = typer.Option(None, "--order", help="EG, BCFW: example order, random (a fresh "
-                                        "permutation per pass) or cyclic."),
+                                        "permutation per pass), cyclic, or gap (draws in proportion to each "
+                                        "example's share of the duality gap)."),
     seed: SeedOption = None,
     max_seconds: MaxSecondsOption = None,
     root: Optional[Root] = typer.Option(None, "--root", help="Tree space: one root child or any number "
@@ -338,8 +339,8 @@ def bench_optimizers(
     data: str = typer.Option("es", "--data", help="Named data set: train split to optimise, dev split to score."),
     objective: Objective = typer.Option(Objective.ll, "--objective", help="ll (log-linear) or mm (max-margin)."),
     C: float = typer.Option(10.0, "--C", help="Regularisation constant."),
-    trainers: Optional[str] = typer.Option(None, "--trainers", help="Comma-separated runs; a suffix /cyclic or "
-                                           "/random sets the order [default: eg-ll,lbfgs,sgd,eg-ll-batch for ll; "
+    trainers: Optional[str] = typer.Option(None, "--trainers", help="Comma-separated runs; a suffix /cyclic, "
+                                           "/random or /gap sets the order [default: eg-ll,lbfgs,sgd,eg-ll-batch for ll; "
                                            "eg-mm,cutting-plane,bcfw for mm]."),
     max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Time budget of each run."),
     passes: Optional[int] = typer.Option(None, "--passes", help="Pass (iteration) limit of each run."),
@@ -404,6 +405,57 @@ def bench_path(
 
         points = run_path(problem, name, Cs, dev=dev_score, tol=tol, max_passes=passes, on_point=show)
         write_path_report(points, out, f"{data}, {name}, C path {C_path}")
+    except USER_ERRORS as exc:
+        fail(str(exc))
+    typer.echo((out / "summary.md").read_text(encoding="utf-8"))
+
+
+@bench_app.command("rates")
+def bench_rates(
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for curves.csv, summary.json, summary.md, gap.png."),
+    data: str = typer.Option("es", "--data", help="Named data set (dependency trees or tags): its train split."),
+    C: float = typer.Option(100.0, "--C", help="Regularisation constant, the same for every run."),
+    trainers: Optional[str] = typer.Option(None, "--trainers", help="Comma-separated max-margin runs; suffixes "
+                                           "/gap, /random, /cyclic (order), /fixed (no annealing), /paper "
+                                           "(egr's a-priori step) [default: egr, egr/paper, eg-mm-batch/fixed, eg-mm, "
+                                           "eg-mm/gap, bcfw, "
+                                           "bcfw/gap, cutting-plane]."),
+    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Time budget of each run."),
+    passes: Optional[int] = typer.Option(None, "--passes", help="Pass (iteration) limit of each run."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the runs' random choices."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N training sentences."),
+    root: Optional[Root] = typer.Option(None, "--root", help="Tree space of a parsing set (default: the data set's)."),
+) -> None:
+    """Duality gap against iterations on the max-margin objective: iterations and seconds to relative
+    gaps 1e-1 to 1e-4 and the slope of log(gap) against log(iterations) over the last decade
+    (Zhang et al. 2011: about -2 for egr, -1 for batch EG)."""
+    from egnlp.bench import RATE_TRAINERS, compare_optimizers, run_spec, tagging_problem, write_rate_report
+
+    try:
+        specs = [t.strip() for t in trainers.split(",") if t.strip()] if trainers else list(RATE_TRAINERS)
+        for spec in specs:
+            name, _ = run_spec(spec)
+            if get_trainer(name).objective != "mm":
+                raise ValueError(f"trainer '{name}' does not optimise the mm objective")
+        if not is_dataset(data):
+            raise CorpusError(f"unknown data set '{data}'; see 'egnlp data list'")
+        if dataset_task(data) == "parse":
+            problem, _ = _bench_problem(data, limit, root)
+        else:
+            if limit is not None and limit < 1:
+                raise ValueError("--limit must be at least 1")
+            problem = tagging_problem(data, limit)
+            typer.echo(f"{data}: {problem.features.n_examples} training sentences, "
+                       f"{problem.features.n_features} features", err=True)
+
+        def progress(spec: str, r: PassRecord) -> None:
+            gap = f"{r.rel_gap:9.2e}" if r.rel_gap is not None else " " * 9
+            typer.echo(f"{spec:>16} {r.passes:5d} {r.eff_iters:8.2f} {r.seconds:8.1f} {r.primal:14.4f} {gap}", err=True)
+
+        typer.echo(f"{'run':>16} {'pass':>5} {'eff.it':>8} {'sec':>8} {'primal':>14} {'rel.gap':>9}", err=True)
+        runs = compare_optimizers(problem, specs, C, max_seconds=max_seconds, max_passes=passes, seed=seed,
+                                  progress=progress)
+        write_rate_report(runs, out, f"{data}" + (f" (first {limit})" if limit else "") + f", max-margin, C={C:g}")
     except USER_ERRORS as exc:
         fail(str(exc))
     typer.echo((out / "summary.md").read_text(encoding="utf-8"))

@@ -8,10 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-
+from cli_helpers import assert_ok, error_line, run
 from egnlp.corpora import load_dataset, write_conll
 from egnlp.parser.model import Parser
-from cli_helpers import assert_ok, error_line, run
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +22,7 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return paths
 
 
-@pytest.mark.parametrize("trainer", ["lbfgs", "sgd", "eg-mm", "bcfw", "cutting-plane", "eg-ll-batch"])
+@pytest.mark.parametrize("trainer", ["lbfgs", "sgd", "eg-mm", "bcfw", "cutting-plane", "eg-ll-batch", "egr"])
 def test_every_trainer_trains_a_parser_from_the_cli(small: dict[str, Path], trainer: str) -> None:
     out = small["folder"] / f"{trainer}.npz"
     result = run("parser", "train", "--train", small["train"], "--dev", small["dev"], "--out", out,
@@ -67,15 +66,19 @@ def test_C_path_prints_the_table_and_keeps_the_best_C_on_dev(small: dict[str, Pa
                    "--C-path", "100:1.5:3"))
 
 
+def _report(result, out: Path) -> tuple[dict, list[dict]]:
+    """A bench command's summary.json and curves.csv rows, once it has succeeded."""
+    assert_ok(result)
+    with open(out / "curves.csv", newline="") as fh:
+        return json.loads((out / "summary.json").read_text()), list(csv.DictReader(fh))
+
+
 def test_bench_optimizers_writes_csv_plots_and_the_summary(tmp_path: Path) -> None:
     out = tmp_path / "opt"
     result = run("bench", "optimizers", "--data", "es", "--limit", 20, "--C", 10, "--passes", 25,
                  "--trainers", "eg-ll,eg-ll/cyclic/fixed,lbfgs", "--out", out)
-    assert_ok(result)
-    summary = json.loads((out / "summary.json").read_text())
+    summary, rows = _report(result, out)
     assert set(summary["runs"]) == {"eg-ll", "eg-ll/cyclic/fixed", "lbfgs"}
-    with open(out / "curves.csv", newline="") as fh:
-        rows = list(csv.DictReader(fh))
     assert min(float(r["primal"]) for r in rows) == pytest.approx(summary["optimum"])
     for spec, run_summary in summary["runs"].items():
         assert set(run_summary["eff_iters_to"]) == {"1e-2", "1e-3", "1e-4"}
@@ -95,6 +98,30 @@ def test_bench_rejects_a_trainer_of_the_other_objective(tmp_path: Path) -> None:
     assert "does not optimise the mm objective" in line
     line = error_line(run("bench", "optimizers", "--trainers", "lbfgs/cyclic", "--out", tmp_path))
     assert "not a setting" in line
+
+
+def test_bench_rates_writes_gaps_thresholds_and_slopes(tmp_path: Path) -> None:
+    out = tmp_path / "rates"
+    result = run("bench", "rates", "--data", "es", "--limit", 10, "--C", 100, "--passes", 20,
+                 "--trainers", "egr,eg-mm-batch,bcfw/gap", "--out", out)
+    summary, rows = _report(result, out)
+    assert set(summary["runs"]) == {"egr", "eg-mm-batch", "bcfw/gap"}
+    for spec, run_summary in summary["runs"].items():
+        assert set(run_summary["eff_iters_to"]) == {"1e-1", "1e-2", "1e-3", "1e-4"}
+        gaps = [(float(r["eff_iters"]), float(r["rel_gap"])) for r in rows if r["run"] == spec and r["rel_gap"]]
+        first = run_summary["eff_iters_to"]["1e-1"]
+        assert first == (next((x for x, g in gaps if g <= 0.1), None))
+    slope = summary["runs"]["egr"]["slope"]
+    assert slope is not None and slope < 0
+    assert summary["runs"]["eg-mm-batch"]["slope"] is None  # annealed: no gap at the target C yet
+    assert (out / "gap.png").stat().st_size > 0
+    assert "| egr |" in result.stdout and "slope, last decade" in result.stdout
+    chunk = run("bench", "rates", "--data", "conll2000-chunk", "--limit", 5, "--passes", 3, "--trainers", "egr",
+                "--out", tmp_path / "chunk")
+    assert_ok(chunk)
+    assert "conll2000-chunk (first 5)" in chunk.stdout
+    assert "does not optimise the mm objective" in error_line(
+        run("bench", "rates", "--trainers", "eg-ll", "--out", tmp_path))
 
 
 def test_bench_path_writes_the_table(tmp_path: Path) -> None:

@@ -193,7 +193,7 @@ def test_warm_started_path_needs_fewer_iterations_than_cold_starts(ll_problem):
 
 
 def test_registry_configs_reject_settings_they_do_not_have():
-    assert trainer_names() == ["eg-ll", "eg-ll-batch", "eg-mm", "eg-mm-batch", "lbfgs", "sgd", "cutting-plane", "bcfw"]
+    assert trainer_names() == ["eg-ll", "eg-ll-batch", "eg-mm", "eg-mm-batch", "lbfgs", "sgd", "cutting-plane", "bcfw", "egr"]
     assert len({(t.name, t.problem) for t in TRAINERS}) == len(TRAINERS)
     with pytest.raises(ValueError, match="has no setting order"):
         make_config(get_trainer("lbfgs"), C=1.0, order="cyclic")

@@ -14,16 +14,26 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
-
 from egnlp.features.csr import add_sparse
-from egnlp.training.problem import StructuredProblem, hinge, loss_augmented_examples, max_margin_primal
-from egnlp.training.records import Callback, DevScorer, Recorder, TrainResult, check_budget
+from egnlp.training.eg import check_order, gap_order, max_margin_gaps
+from egnlp.training.problem import StructuredProblem, hinge, loss_augmented_examples
+from egnlp.training.records import (
+    Callback,
+    DevScorer,
+    Recorder,
+    TrainResult,
+    check_budget,
+)
+from numba import njit
 
 
 @dataclass(frozen=True)
 class BCFWConfig:
-    """Settings of block-coordinate Frank-Wolfe; stops at a relative duality gap of ``tol``."""
+    """Settings of block-coordinate Frank-Wolfe; stops at a relative duality gap of ``tol``.
+
+    ``order``: "random" (a fresh permutation per pass), "cyclic" or "gap" (n visits drawn in proportion
+    to each block's duality gap at the last record, :func:`egnlp.training.eg.gap_order`).
+    """
 
     C: float = 20.0
     max_passes: int = 60
@@ -34,8 +44,7 @@ class BCFWConfig:
 
     def __post_init__(self) -> None:
         check_budget(C=self.C, max_passes=self.max_passes, tol=self.tol, max_seconds=self.max_seconds)
-        if self.order not in ("random", "cyclic"):
-            raise ValueError(f"order must be 'random' or 'cyclic', not {self.order!r}")
+        check_order(self.order)
 
 
 def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), dev: DevScorer | None = None,
@@ -64,11 +73,12 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
     loss = problem.loss
     rng = np.random.default_rng(config.seed)
     rec = Recorder(n, dev, callbacks)
+    gaps = np.zeros(n)  # each block's duality gap at the last record
 
     def record(passes: int) -> bool:
         w = W / C
         dual = -float(mu @ loss) + float(W @ W) / (2.0 * C)
-        r = rec.record(passes, w, max_margin_primal(problem, w, C), dual, C)
+        r = rec.record(passes, w, max_margin_gaps(problem, w, mu, gaps, 0.5 * C * float(w @ w)), dual, C)
         return r.rel_gap <= config.tol
 
     converged = record(0)
@@ -76,7 +86,10 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
         if converged or rec.out_of_time(config.max_seconds):
             break
         start = time.perf_counter()
-        order = rng.permutation(n) if config.order == "random" else np.arange(n)
+        if config.order == "gap":
+            order = gap_order(rng, gaps)
+        else:
+            order = rng.permutation(n) if config.order == "random" else np.arange(n)
         for i in order:
             lo, hi = pf.parts(int(i))
             s = pf.scores(lo, hi, W) / C
@@ -180,7 +193,7 @@ def fit_cutting_plane(problem: StructuredProblem, *, config: CuttingPlaneConfig 
     dual = None
     rec = Recorder(n, dev, callbacks)
     converged = False
-    for p in range(0, config.max_passes + 1):
+    for p in range(config.max_passes + 1):
         start = time.perf_counter()
         a = np.zeros(d)
         primal = 0.5 * C * float(w @ w)

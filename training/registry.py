@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from egnlp.training.coordinate_descent import CDConfig, fit_cd
 from egnlp.training.eg import EGConfig, fit_eg_ll, fit_eg_ll_batch, fit_eg_mm, fit_eg_mm_batch
+from egnlp.training.egr import EGRConfig, fit_egr
 from egnlp.training.iterative_scaling import GISConfig, SCGISConfig, fit_gis, fit_scgis
 from egnlp.training.max_margin import BCFWConfig, CuttingPlaneConfig, fit_bcfw, fit_cutting_plane
 from egnlp.training.primal import LBFGSConfig, SGDConfig, fit_lbfgs, fit_maxent_lbfgs, fit_sgd
@@ -54,6 +55,8 @@ TRAINERS: tuple[Trainer, ...] = (
             CuttingPlaneConfig, fit_cutting_plane, "mm", True),
     Trainer("bcfw", "block-coordinate Frank-Wolfe on the max-margin dual (Lacoste-Julien et al. 2013)",
             BCFWConfig, fit_bcfw, "mm", True),
+    Trainer("egr", "excessive gap reduction with Bregman (KL) projections on the max-margin objective "
+            "(Zhang, Saha and Vishwanathan 2011, Algorithms 1-2)", EGRConfig, fit_egr, "mm", True),
     Trainer("cd", "coordinate descent with one Newton step and line search "
             "(Huang et al. 2010, Algorithm 3, Sec. 3.2.1)", CDConfig, fit_cd, "ll", False, MAXENT),
     Trainer("gis", "generalized iterative scaling with a Gaussian prior (Huang et al. 2010, Table 1)",
