@@ -61,14 +61,18 @@ def log(message: str) -> None:
 
 
 def egnlp(*args: object) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "egnlp"), *map(str, args)], capture_output=True, text=True, check=True)
+    done = subprocess.run([str(BIN / "egnlp"), *map(str, args)], capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"egnlp {' '.join(map(str, args))} failed:\n{done.stderr.strip()}")
+    return done
 
 
 def run_one(spec: str, out: Path, passes: int | None) -> dict:
     name, tree = spec.split(":")
     folder = out / spec.replace(":", "-")
     folder.mkdir(parents=True, exist_ok=True)
-    model, pred = folder / "model.npz", folder / "pred.conllu"
+    model = folder / "model.npz"
+    pred = folder / ("pred.conllu" if name in UD_FILES else "pred.conll")  # the format of the gold file
     if name in UD_FILES:
         prefix, lang = UD_FILES[name]
         ud = Path(os.environ["EGNLP_UD_DIR"])
