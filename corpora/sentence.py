@@ -30,7 +30,8 @@ N_COLUMNS = 10
 N_CHUNK_COLUMNS = 11
 BLANK = "_"
 MAX_WORDS = 500  # the longest sentence egnlp reads, parses or trains on (see the module docstring)
-LABEL_COLUMNS = ("pos", "chunk")  # what a tagger predicts: POSTAG (CoNLL-U XPOS) or the chunk column
+# What a tagger predicts: POSTAG (CoNLL-U XPOS), the chunk column, or CPOSTAG (CoNLL-U UPOS).
+LABEL_COLUMNS = ("pos", "chunk", "upos")
 
 
 @dataclass
@@ -112,9 +113,12 @@ class Sentence:
         return [row[CHUNK] for row in self.rows]
 
     def labels(self, column: str) -> list[str] | None:
-        """The tags of one of :data:`LABEL_COLUMNS`: :attr:`pos` or :attr:`chunks` (None without a chunk column)."""
+        """The tags of one of :data:`LABEL_COLUMNS`: :attr:`pos`, :attr:`chunks` (None without a chunk
+        column) or :attr:`cpos` (``upos``)."""
         if column not in LABEL_COLUMNS:
             raise ValueError(f"column must be one of {', '.join(LABEL_COLUMNS)}, not {column!r}")
+        if column == "upos":
+            return self.cpos
         return self.pos if column == "pos" else self.chunks
 
     def lines(self) -> list[str]:
@@ -165,14 +169,17 @@ class Sentence:
         aside = tuple((position, text) for position, text in self.aside if not _is_empty_node(text))
         return dataclasses.replace(self, rows=tuple(rows), aside=aside)
 
-    def with_tags(self, pos: Sequence[str] | None = None, chunks: Sequence[str] | None = None) -> Sentence:
-        """Return a copy carrying new (e.g. predicted) POS tags and/or chunk tags.
+    def with_tags(self, pos: Sequence[str] | None = None, chunks: Sequence[str] | None = None, *,
+                  upos: Sequence[str] | None = None) -> Sentence:
+        """Return a copy carrying new (e.g. predicted) POS tags, chunk tags and/or UPOS tags.
 
         ``pos`` replaces POSTAG (CoNLL-U XPOS). It replaces CPOSTAG too when
         the sentence's CPOSTAG column equals its POSTAG column on every token,
         as in data made from one tag per word (Malt-TAB, tagging corpora, or
         untagged text with ``_`` in both); a real coarse tag set (CoNLL-X
         Spanish, CoNLL-U UPOS) is left alone.
+
+        ``upos`` replaces CPOSTAG (CoNLL-U UPOS) only.
 
         ``chunks`` replaces the 11th column, or adds it to a ten-column
         sentence; multiword-token and empty-node lines then get ``_`` there so
@@ -184,7 +191,7 @@ class Sentence:
                 or a tag that is empty or holds whitespace (it would break the line).
         """
         n = len(self.rows)
-        for name, values in (("POS tags", pos), ("chunk tags", chunks)):
+        for name, values in (("POS tags", pos), ("chunk tags", chunks), ("UPOS tags", upos)):
             if values is None:
                 continue
             if len(values) != n:
@@ -201,6 +208,8 @@ class Sentence:
                 new[POS] = pos[i]
                 if set_cpos:
                     new[CPOS] = pos[i]
+            if upos is not None:
+                new[CPOS] = upos[i]
             if chunks is not None:
                 if add_column:
                     new.append(chunks[i])

@@ -24,7 +24,7 @@ from egnlp.parser.problem import ParsingProblem
 from egnlp.training.path import PathPoint, regularization_path
 from egnlp.training.records import Callback, TrainResult
 from egnlp.training.maxent_problem import MaxentProblem
-from egnlp.training.registry import MAXENT, get_trainer, make_config
+from egnlp.training.registry import MAXENT, check_settings, get_trainer, make_config
 
 
 # The parser's defaults, chosen on dev.  Max-margin EG at C = 100 (the best C of
@@ -77,7 +77,7 @@ def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: st
 def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = None, *,
                  trainer: str = DEFAULT_PARSER_TRAINER, root: str | None = None, feature_mode: str = "alphabet",
                  hash_bits: int = 22, tags: str | None = None, tree: str = PROJECTIVE, labels: bool = True,
-                 callbacks: Sequence[Callback] = (), state: dict | None = None,
+                 callbacks: Sequence[Callback] = (), state: dict | None = None, data: str | None = None,
                  **settings) -> tuple[Parser, TrainResult]:
     """Train a first-order parser on ``train`` (sentences with heads), and its arc labeler when the
     sentences carry labels (unless ``labels`` is False).
@@ -92,13 +92,17 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     ``egnlp.training.registry.TRAINERS`` for the others).  C defaults to
     :data:`DEFAULT_PARSER_C` of the trainer's objective.  ``state`` warm-starts
     the trainer.
-    The dev set, if given, is scored (UAS) after every pass.
+    The dev set, if given, is scored (UAS) after every pass.  The model's
+    ``info`` records the training data (``data``, a name for it, and the
+    files the sentences came from), the settings as given and the trainer's
+    config (``egnlp model info`` prints them).
     """
     if not train:
         raise ValueError("no training sentences")
     spec = get_trainer(trainer)
     settings.setdefault("C", DEFAULT_PARSER_C[spec.objective])
     config = make_config(spec, **settings)
+    given_root, given_tree = root, tree
     root = root or guess_root(train)
     tree = choose_tree([s.heads for s in train], tree)
     featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits, tags, tree)
@@ -108,6 +112,9 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     info = {
         "trainer": trainer,
         "config": dataclasses.asdict(config),
+        "data": training_data(train, dev, data),
+        "settings": {"root": given_root, "tree": given_tree, "tags": tags, "feature_mode": feature_mode,
+                     "hash_bits": hash_bits, "labels": labels},
         "train_sentences": len(train),
         "n_features": featurizer.n_features,
         "feature_entries": int(problem.features.feat_ids.size),
@@ -122,15 +129,20 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
 def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Sequence[float], *,
                       trainer: str = DEFAULT_PARSER_TRAINER, root: str | None = None, feature_mode: str = "alphabet",
                       hash_bits: int = 22, tags: str | None = None, tree: str = PROJECTIVE, tol: float = 1e-3,
-                      labels: bool = True,
-                      callbacks: Sequence[Callback] = (), on_point=None, **settings) -> tuple[Parser, list[PathPoint]]:
+                      labels: bool = True, callbacks: Sequence[Callback] = (), on_point=None,
+                      data: str | None = None, **settings) -> tuple[Parser, list[PathPoint]]:
     """Train a warm-started path of C values (Collins et al. 2008, Sec. 7.1.2) and return the
-    parser of the C with the best dev UAS, with the path's points."""
+    parser of the C with the best dev UAS, with the path's points (its ``info`` as for
+    :func:`train_parser`)."""
     if not train:
         raise ValueError("no training sentences")
     if not dev:
         raise ValueError("a regularization path picks C on dev data: give a dev set")
     spec = get_trainer(trainer)
+    if "C" in settings:
+        raise ValueError("a regularization path takes its C values from Cs, not from C=")
+    check_settings(spec, {"C": Cs[0] if len(Cs) else 1.0, **settings})
+    given_root, given_tree = root, tree
     root = root or guess_root(train)
     tree = choose_tree([s.heads for s in train], tree)
     featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits, tags, tree)
@@ -141,6 +153,9 @@ def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Se
         "trainer": trainer,
         "C_path": [p.row() for p in points],
         "config": {"C": best.C, "tol": tol, **settings},
+        "data": training_data(train, dev, data),
+        "settings": {"root": given_root, "tree": given_tree, "tags": tags, "feature_mode": feature_mode,
+                     "hash_bits": hash_bits, "labels": labels},
         "train_sentences": len(train),
         "n_features": featurizer.n_features,
         "extract_seconds": extract_seconds,
@@ -149,6 +164,18 @@ def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Se
     }
     labeler = _labeler(featurizer, train, labels, info)
     return Parser(featurizer, best.result.weights, root, info, labeler, tree), points
+
+
+MAX_SOURCES = 20  # the files a model's metadata names at most
+
+
+def training_data(train: Sequence[Sentence], dev: Sequence[Sentence] | None, name: str | None = None) -> dict:
+    """What a model records of its training data: ``name`` (as the caller calls it, or None), the files
+    its sentences came from (at most :data:`MAX_SOURCES`), and the sentences and tokens of train and dev."""
+    sources = list(dict.fromkeys(s.source for s in train if s.source and s.source != "<string>"))
+    return {"name": name, "sources": sources[:MAX_SOURCES], "more_sources": max(len(sources) - MAX_SOURCES, 0),
+            "train_sentences": len(train), "train_tokens": sum(len(s) for s in train),
+            "dev_sentences": len(dev) if dev else 0}
 
 
 def _labeler(featurizer: ArcFeaturizer, train: Sequence[Sentence], labels: bool, info: dict) -> ArcLabeler | None:

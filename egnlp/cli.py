@@ -461,6 +461,28 @@ def bench_rates(
     typer.echo((out / "summary.md").read_text(encoding="utf-8"))
 
 
+model_app = typer.Typer(help="Inspect model files.", no_args_is_help=True)
+app.add_typer(model_app, name="model")
+
+
+@model_app.command("info")
+def model_info_command(
+    model: Path = typer.Argument(..., help="Model file (.npz) written by 'egnlp parser train' or 'egnlp tagger train'."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
+) -> None:
+    """Print what a model file holds.
+
+    Kind, format version, tree space and labels or tag set, features, training data, settings, final primal/dual/gap.
+    """
+    from egnlp.model_info import format_info, model_info
+
+    try:
+        info = model_info(model)
+    except USER_ERRORS as exc:
+        fail(str(exc))
+    typer.echo(json.dumps(info, indent=2) if as_json else format_info(info), nl=as_json)
+
+
 def main() -> None:
     app()
 

@@ -27,8 +27,8 @@ from egnlp.inputs import STDIN, read_text, training_sets
 from egnlp.parser.model import Parser
 from egnlp.pipeline import parse_text, slash_text, text_sentences, to_conllu, tokens_sentence
 from egnlp.tagger.evaluate import choose_column, tag_scores
-from egnlp.corpora.sentence import LABEL_COLUMNS
 from egnlp.tagger.model import Tagger
+from egnlp.tagger.text import language_name, vocabulary_abbreviations
 from egnlp.tagging import check_tags, tagged_columns
 from egnlp.training.registry import MAXENT, STRUCTURED, get_trainer, trainer_names
 
@@ -40,6 +40,9 @@ MODEL_KINDS = ("crf", "maxent")
 PROBLEM = {"crf": STRUCTURED, "maxent": MAXENT}  # the kind of problem each model family trains
 DEFAULT_TRAINER = {"crf": "eg-ll", "maxent": "cd"}
 FORMATS = ("text", "conll")
+# The names --column takes: a tagger's label columns (corpora.sentence.LABEL_COLUMNS), xpos for pos.
+COLUMN_CHOICES = ("xpos", "upos", "chunk", "pos")
+COLUMN_ALIASES = {"xpos": "pos"}
 # Options of 'tagger train' that set a trainer's config field, and those of one model family only.
 CONFIG_OPTIONS = {"C": "C", "passes": "max_passes", "tol": "tol", "max_seconds": "max_seconds", "seed": "seed"}
 MODEL_OPTIONS = {"C": "crf", "sigma2": "maxent", "beam": "maxent"}
@@ -49,6 +52,13 @@ def _choice(value: str, allowed: tuple[str, ...], option: str) -> str:
     if value not in allowed:
         raise ValueError(f"{option} must be one of {', '.join(allowed)}, not '{value}'")
     return value
+
+
+def _column(value: Optional[str]) -> Optional[str]:
+    """The label column named by ``--column`` (``xpos`` is the tagger column ``pos``), or None."""
+    if value is None:
+        return None
+    return COLUMN_ALIASES.get(_choice(value, COLUMN_CHOICES, "--column"), value)
 
 
 # --- train ---------------------------------------------------------------------------------------
@@ -72,8 +82,9 @@ def tagger_train(
     max_seconds: MaxSecondsOption = None,
     seed: SeedOption = None,
     beam: Optional[int] = typer.Option(None, "--beam", help="maxent: beam width of decoding (default 3)."),
-    column: Optional[str] = typer.Option(None, "--column", help="Label column: pos or chunk (default: the data "
-                                         "set's task; pos for files). A chunker reads the POS column."),
+    column: Optional[str] = typer.Option(None, "--column", help="Label column: xpos (or pos: CoNLL-X POSTAG, "
+                                         "CoNLL-U XPOS), upos (CoNLL-X CPOSTAG, CoNLL-U UPOS) or chunk (default: "
+                                         "the data set's task; xpos for files). A chunker reads the POS column."),
     encoding: EncodingOption = "utf-8",
 ) -> None:
     """Train a POS tagger or chunker (CRF or maxent) and save it."""
@@ -81,8 +92,7 @@ def tagger_train(
 
     try:
         _choice(model, MODEL_KINDS, "--model")
-        if column is not None:
-            _choice(column, LABEL_COLUMNS, "--column")
+        column = _column(column)
         trainer = trainer or DEFAULT_TRAINER[model]
         spec, settings = _trainer_settings(model, trainer, C=C, sigma2=sigma2, passes=passes, tol=tol,
                                            max_seconds=max_seconds, seed=seed, beam=beam)
@@ -91,7 +101,7 @@ def tagger_train(
         chosen = column or ("chunk" if task == "chunk" else "pos")
         tokens, labels, pos = tagged_columns(sets.train, chosen, "training")
         dev_set = tagged_columns(sets.dev, chosen, "dev") if sets.dev else None
-        what = "chunker" if chosen == "chunk" else "POS tagger"
+        what = {"chunk": "chunker", "upos": "UPOS tagger"}.get(chosen, "POS tagger")
         typer.echo(f"training a {model} {what} on {len(sets.train)} sentences"
                    + (f", dev {len(sets.dev)}" if sets.dev else ""), err=True)
         start = time.perf_counter()
@@ -166,7 +176,8 @@ def tagger_tag(
                 raise ValueError(f"{pos_tagger}: not a POS tagger (it predicts the {pos_model.column} column)")
         text, name = read_text(input, encoding)
         if fmt == "text":
-            sentences = [tokens_sentence(tokens) for _, tokens in text_sentences(text)]
+            abbreviations = vocabulary_abbreviations(tagger.vocabulary if pos_model is None else pos_model.vocabulary)
+            sentences = [tokens_sentence(tokens) for _, tokens in text_sentences(text, abbreviations=abbreviations)]
             if tagger.use_pos and pos_model is None:
                 raise ValueError("this model is a chunker and reads POS tags: give --pos-tagger MODEL "
                                  "to tag raw text, or tag a CoNLL file with a POS column")
@@ -199,14 +210,14 @@ def tagger_evaluate(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     model: Optional[Path] = typer.Option(None, "--model", help="The tagger that made the prediction: its "
                                          "training vocabulary gives unknown-word accuracy, its column the column."),
-    column: Optional[str] = typer.Option(None, "--column", help="pos or chunk (default: the model's column; "
-                                         "without --model chunk when both files have chunk tags, else pos)."),
+    column: Optional[str] = typer.Option(None, "--column", help="xpos (or pos), upos or chunk (default: the "
+                                         "model's column; without --model chunk when both files have chunk tags, "
+                                         "else xpos)."),
     encoding: str = typer.Option("utf-8", "--encoding", help="Encoding of both files."),
 ) -> None:
     """Token accuracy, unknown-word accuracy and (IOB tags) conlleval chunk precision/recall/F1."""
     try:
-        if column is not None:
-            _choice(column, LABEL_COLUMNS, "--column")
+        column = _column(column)
         vocabulary = None
         tagger = None
         if model is not None:
@@ -247,19 +258,32 @@ def tagger_evaluate(
 
 
 def parse_text_command(
-    tagger_model: Path = typer.Argument(..., metavar="TAGGER", help="POS tagger model (egnlp tagger train)."),
+    tagger_model: Path = typer.Argument(..., metavar="TAGGER", help="POS tagger model (egnlp tagger train); it "
+                                        "fills the tag column its model records (UPOS or XPOS)."),
     parser_model: Path = typer.Argument(..., metavar="PARSER", help="Parser model (egnlp parser train)."),
     input: str = typer.Argument(STDIN, metavar="INPUT", help="Raw text file, or - for stdin."),
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="CoNLL-U file to write (default: stdout)."),
+    more_taggers: Optional[list[Path]] = typer.Option(None, "--tagger", metavar="MODEL", help="Another POS "
+                                                      "tagger model, for a parser that reads both UPOS and XPOS "
+                                                      "(one tagger per column)."),
+    language: str = typer.Option("english", "--language", "-l", help="Language of the text, for Punkt's "
+                                 "sentence splitting and tokenisation: a Punkt language name or its code "
+                                 "(english/en, portuguese/pt, dutch/nl, spanish/es, ...)."),
     encoding: str = typer.Option("utf-8", "--encoding", help="Encoding of the input."),
 ) -> None:
-    """Raw text to dependency trees: split, tokenise, tag, parse; CoNLL-U out."""
+    """Raw text to dependency trees: split, tokenise, tag, parse; CoNLL-U out.
+
+    The taggers fill exactly the tag columns the parser was trained on (UPOS,
+    XPOS or both); FORM and '# text' keep the text's characters, MISC marks
+    SpaceAfter=No.
+    """
     try:
-        tagger = Tagger.load(tagger_model)
+        language_name(language)
+        taggers = [Tagger.load(path) for path in (tagger_model, *(more_taggers or ()))]
         parser = Parser.load(parser_model)
         text, _ = read_text(input, encoding)
         start = time.perf_counter()
-        trees = parse_text(text, tagger, parser)
+        trees = parse_text(text, taggers, parser, language=language)
         seconds = time.perf_counter() - start
         write_output(to_conllu(trees), out)
     except USER_ERRORS as exc:

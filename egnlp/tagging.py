@@ -51,6 +51,10 @@ DEFAULT_C = 1.0
 DEFAULT_SIGMA2 = 10.0
 MAXENT_DEFAULTS = {"max_passes": 100, "tol": 1e-5}
 
+# The tag columns a POS tagger trains on and their CoNLL-U names: POSTAG (CoNLL-X) is CoNLL-U's XPOS,
+# CPOSTAG its UPOS.
+TAG_COLUMNS = {"pos": "XPOS", "upos": "UPOS"}
+
 # A per-pass scorer for dev records: given the featurizer fitted on the training data,
 # a function of the weights (n_features,) returning the score recorded after every pass.
 DevScorer = Callable[[ChainFeaturizer], Callable[[np.ndarray], float]]
@@ -76,11 +80,12 @@ def accuracy_scorer(featurizer: ChainFeaturizer, tokens: Sequence[Sequence[str]]
 
 def label_columns(sentences: Sequence[Sentence], column: str = "pos"):
     """(tokens, labels, POS input or None) of tagged sentences: a chunker's labels are the
-    chunk column and it reads the POS column; a POS tagger reads words only."""
+    chunk column and it reads the POS column; a POS tagger (``pos``: POSTAG / XPOS, ``upos``:
+    CPOSTAG / UPOS) reads words only."""
     tokens = [s.forms for s in sentences]
     if column == "chunk":
         return tokens, [s.chunks for s in sentences], [s.pos for s in sentences]
-    return tokens, [s.pos for s in sentences], None
+    return tokens, [s.labels(column) for s in sentences], None
 
 
 def tagged_columns(sentences: Sequence[Sentence], column: str, what: str = "training"):
@@ -93,14 +98,23 @@ def tagged_columns(sentences: Sequence[Sentence], column: str, what: str = "trai
     if not sentences:
         raise CorpusError(f"the {what} set has no sentences")
     role = "a chunker trains on these tags" if column == "chunk" else "a POS tagger trains on these tags"
+    if column in TAG_COLUMNS:
+        other = "upos" if column == "pos" else "pos"
+        if _filled(sentences, other):
+            role += f"; the {TAG_COLUMNS[other]} column is filled: train on it with --column {other}"
     check_tags(sentences, column, role)
     if column == "chunk":
         check_tags(sentences, "pos", "a chunker reads the POS column")
     return label_columns(sentences, column)
 
 
+def _filled(sentences: Sequence[Sentence], column: str) -> bool:
+    """Whether every token has a tag in ``column``."""
+    return all(tag != BLANK for s in sentences for tag in s.labels(column) or (BLANK,))
+
+
 def check_tags(sentences: Sequence[Sentence], column: str, role: str) -> None:
-    """Every token of every sentence has a tag in ``column`` (``pos`` or ``chunk``; ``_`` is no tag).
+    """Every token of every sentence has a tag in ``column`` (``pos``, ``upos`` or ``chunk``; ``_`` is no tag).
 
     Raises:
         CorpusError: naming the sentence's file and line, and ``role`` (why the tag is needed).
@@ -112,7 +126,9 @@ def check_tags(sentences: Sequence[Sentence], column: str, role: str) -> None:
             raise CorpusError(f"{where}: no chunk column (11th column); {role}")
         for k, tag in enumerate(tags):
             if tag == BLANK:
-                raise CorpusError(f"{where}: token {k + 1} has no {column.upper()} tag ('_'); {role}")
+                what = {"pos": "POS tag (POSTAG / XPOS is", "upos": "UPOS tag (CPOSTAG / UPOS is"}.get(
+                    column, f"{column.upper()} tag (")
+                raise CorpusError(f"{where}: token {k + 1} has no {what} '_'); {role}")
 
 
 def dataset_columns(name: str, split: str, limit: int | None = None):
@@ -137,7 +153,7 @@ def train_crf_tagger(train_sentences_tokens: Sequence[Sequence[str]], labels: Se
                      pos: Sequence[Sequence[str]] | None = None, *, dev: tuple | None = None,
                      dev_scorer: DevScorer | None = None, trainer: str = "eg-ll", column: str | None = None,
                      all_transitions: bool = False, callbacks: Sequence[Callback] = (), state: dict | None = None,
-                     **settings) -> tuple[Tagger, TrainResult]:
+                     data: str | None = None, **settings) -> tuple[Tagger, TrainResult]:
     """Train a linear-chain CRF on tokenised sentences and their labels.
 
     ``pos`` (one POS tag per token) makes a chunker that reads POS tags
@@ -152,7 +168,9 @@ def train_crf_tagger(train_sentences_tokens: Sequence[Sequence[str]], labels: Se
     ``settings`` go to the trainer's config (see
     :mod:`egnlp.training.registry`); C defaults to :data:`DEFAULT_C`.
     ``state`` warm-starts the trainer.  Empty sentences are left out of
-    training (they carry no information).
+    training (they carry no information).  ``data`` names the training data
+    in the model's ``info`` (with the trainer, its config and the data's
+    size; ``egnlp model info`` prints them).
     """
     if dev is not None and dev_scorer is not None:
         raise ValueError("give dev or dev_scorer, not both")
@@ -171,6 +189,7 @@ def train_crf_tagger(train_sentences_tokens: Sequence[Sequence[str]], labels: Se
     result = spec.fit(problem, config=config, dev=dev_score, callbacks=tuple(callbacks), state=state)
     pf = problem.features
     info = _training_info(spec, config, result, tokens, len(train_sentences_tokens), extract_seconds,
+                          data=_data(data, dev_set), all_transitions=all_transitions,
                           n_labels=featurizer.n_labels, n_features=pf.n_features,
                           n_transition_parts=pf.n_transitions, n_parts=pf.n_parts)
     return Tagger(CRFModel(featurizer, result.weights), column, info, _vocabulary(tokens)), result
@@ -180,7 +199,7 @@ def train_maxent_tagger(train_sentences_tokens: Sequence[Sequence[str]], labels:
                         pos: Sequence[Sequence[str]] | None = None, *, dev: tuple | None = None,
                         trainer: str = "cd", column: str | None = None, sigma2: float = DEFAULT_SIGMA2,
                         beam: int = 3, cutoff: int = 1, callbacks: Sequence[Callback] = (),
-                        state: dict | None = None, **settings) -> tuple[Tagger, TrainResult]:
+                        state: dict | None = None, data: str | None = None, **settings) -> tuple[Tagger, TrainResult]:
     """Train a Ratnaparkhi-style maxent tagger (:mod:`egnlp.tagger.maxent`) with a maxent trainer.
 
     The trainers (``cd``, the default: Huang et al. 2010, Algorithm 3;
@@ -191,8 +210,9 @@ def train_maxent_tagger(train_sentences_tokens: Sequence[Sequence[str]], labels:
     decoding, %) after every pass; ``beam`` is the model's beam width;
     predicates seen in fewer than ``cutoff`` events are dropped.
     ``settings`` go to the trainer's config (max_passes and tol default to
-    :data:`MAXENT_DEFAULTS`).  Returns the Tagger (with its training
-    vocabulary) and the run's :class:`TrainResult`.
+    :data:`MAXENT_DEFAULTS`); ``data`` names the training data in the
+    model's ``info``, as for :func:`train_crf_tagger`.  Returns the Tagger
+    (with its training vocabulary) and the run's :class:`TrainResult`.
     """
     if "C" in settings:
         raise ValueError("the maxent tagger's regularisation is sigma2 (C = 1 / sigma2), not C")
@@ -215,7 +235,8 @@ def train_maxent_tagger(train_sentences_tokens: Sequence[Sequence[str]], labels:
     result = spec.fit(problem, config=config, dev=dev_score, callbacks=tuple(callbacks), state=state)
     model.weights = np.ascontiguousarray(result.weights, dtype=np.float64)
     info = _training_info(spec, config, result, tokens, len(train_sentences_tokens), extract_seconds,
-                          sigma2=sigma2, cutoff=cutoff, n_labels=problem.n_labels, n_events=problem.n_events,
+                          data=_data(data, dev_set), sigma2=sigma2, cutoff=cutoff, beam=beam,
+                          n_labels=problem.n_labels, n_events=problem.n_events,
                           n_predicates=problem.n_predicates, n_features=problem.n_features)
     return Tagger(model, column, info, _vocabulary(tokens)), result
 
@@ -251,6 +272,11 @@ def _dev_columns(dev: tuple | None, use_pos: bool) -> tuple | None:
 def _vocabulary(tokens: Sequence[Sequence[str]]) -> set[str]:
     """The word forms of the training sentences (for accuracy on unknown words)."""
     return {w for toks in tokens for w in toks}
+
+
+def _data(name: str | None, dev: tuple | None) -> dict:
+    """What a tagger model records of its data beyond the training sizes: the name given, the dev sentences."""
+    return {"name": name, "dev_sentences": len(dev[0]) if dev is not None else 0}
 
 
 def _training_info(spec: Trainer, config, result: TrainResult, tokens: Sequence[Sequence[str]], given: int,

@@ -20,11 +20,15 @@ target and renamed, so a crash never leaves a half-written model.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Sequence
 
 import numpy as np
+from nltk.parse.api import ParserI
+from nltk.parse.dependencygraph import DependencyGraph
 
 from egnlp.corpora import Sentence
+from egnlp.corpora.sentence import BLANK, CPOS, DEPREL, FEATS, FORM, HEAD, LEMMA, POS
 from egnlp.corpora.files import ModelError, check_arrays, check_labels, read_npz, write_npz_atomic
 from egnlp.features.arc_featurizer import ArcFeaturizer
 from egnlp.features.arc_templates import TEMPLATES_VERSION, EncodedCorpus
@@ -37,19 +41,32 @@ MODEL_KIND = "egnlp-parser"
 ARRAYS = {"weights": ("<f8", 1), "keys": ("<u8", 1), "codes": ("<i8", 1)}
 FEATURE_SETTINGS = {"templates": str, "mode": str, "hash_bits": int, "use_lemma": bool, "use_feats": bool,
                     "tags": str}
+# The tag columns of a sentence (UPOS: CoNLL-X CPOSTAG; XPOS: POSTAG) that a model reading ``tags`` needs.
+NEEDED_COLUMNS = {"both": ("upos", "xpos"), "upos": ("upos",), "xpos": ("xpos",)}
+COLUMN_NAMES = {"upos": "UPOS (CPOSTAG)", "xpos": "XPOS (POSTAG)"}
+# The tag column a tagger fills, by its ``column`` attribute (egnlp's Tagger: "pos" is POSTAG / XPOS).
+TAGGER_COLUMNS = {"upos": "upos", "xpos": "xpos", "pos": "xpos"}
+UNLABELED_ROOT = "ROOT"  # the relation of root arcs in the graphs of an unlabeled parser (NLTK's default)
 
 
-class Parser:
+class Parser(ParserI):
     """A first-order dependency parser, with a second-stage arc labeler when trained on labels.
 
     ``tree`` (projective, non-projective) and ``root`` (single, multi) are the
     tree space it predicts in (:mod:`egnlp.parser.trees`); ``labeler`` (an
     :class:`~egnlp.parser.labeler.ArcLabeler`, or None for an unlabeled
     parser) gives every predicted arc its DEPREL.
+
+    It is an NLTK parser (:class:`nltk.parse.api.ParserI`): :meth:`parse`
+    and :meth:`parse_sents` take sentences as lists of tokens and give
+    :class:`nltk.parse.DependencyGraph` objects.  ``tagger`` (any NLTK
+    tagger, or a mapping ``{"upos": tagger, "xpos": tagger}``) tags
+    sentences given as words only; see :meth:`parse_sents`.
     """
 
     def __init__(self, featurizer: ArcFeaturizer, weights: np.ndarray, root: str = "multi",
-                 info: dict[str, Any] | None = None, labeler: ArcLabeler | None = None, tree: str = PROJECTIVE):
+                 info: dict[str, Any] | None = None, labeler: ArcLabeler | None = None, tree: str = PROJECTIVE,
+                 *, tagger: Any = None):
         check_root(root)
         self.space = tree_space(tree)
         weights = np.array(weights, dtype=np.float64, order="C")  # a read-only copy of the caller's array
@@ -61,6 +78,7 @@ class Parser:
         self.root = root
         self.info = dict(info or {})
         self.labeler = labeler
+        self.tagger = tagger
         self._slot_w: np.ndarray | None = None
 
     @property
@@ -96,11 +114,159 @@ class Parser:
         heads = self._heads(encoded)
         return heads, self.labeler.label(sentences, encoded, heads) if self.labeler is not None else None
 
-    def parse(self, sentences: Sequence[Sentence]) -> list[Sentence]:
+    @property
+    def tag_columns(self) -> tuple[str, ...]:
+        """The tag columns the model reads: ``("upos", "xpos")``, ``("upos",)`` or ``("xpos",)``."""
+        return NEEDED_COLUMNS[self.featurizer.tags]
+
+    def parse_corpus(self, sentences: Sequence[Sentence]) -> list[Sentence]:
         """Copies of ``sentences`` with predicted heads and labels (DEPREL ``_`` without a labeler)."""
         heads, labels = self.predict(sentences)
         return [s.with_heads(h, labels[k] if labels is not None else None)
                 for k, (s, h) in enumerate(zip(sentences, heads))]
+
+    def parse(self, sentence: Any, *, tagger: Any = None) -> "Iterator[DependencyGraph] | list[Sentence]":
+        """The best tree of one sentence, as NLTK's :meth:`nltk.parse.api.ParserI.parse`: an iterator
+        over one :class:`nltk.parse.DependencyGraph`.
+
+        ``sentence`` is a list of words, of ``(word, tag)`` pairs or of
+        ``(word, UPOS, XPOS)`` triples, or a :class:`~egnlp.corpora.Sentence`
+        (see :meth:`parse_sents`).  A list of Sentence objects (a corpus, as
+        read from a CoNLL file) is parsed as by :meth:`parse_corpus`: a list
+        of Sentence copies with the predicted heads.
+
+        Raises:
+            ValueError: input the model cannot parse, saying why (see :meth:`parse_sents`).
+        """
+        if _is_corpus(sentence):
+            return self.parse_corpus(sentence)
+        return next(self.parse_sents([sentence], tagger=tagger))
+
+    def parse_sents(self, sentences: Iterable[Any], *, tagger: Any = None) -> Iterator[Iterator[DependencyGraph]]:
+        """The best tree of every sentence, as NLTK's :meth:`nltk.parse.api.ParserI.parse_sents`: an
+        iterator over one iterator per sentence, each giving one :class:`nltk.parse.DependencyGraph`.
+
+        A sentence is a list of tokens, all of one kind:
+
+        - words (strings): tagged first by ``tagger`` (default: :attr:`tagger`),
+          any NLTK tagger (``tag_sents`` or ``tag``), or a mapping
+          ``{"upos": ..., "xpos": ...}`` of taggers for a model that reads
+          both tag columns.  A tagger with a ``column`` attribute (egnlp's
+          Tagger: ``pos`` is XPOS) must predict a column the model reads; one
+          without it is taken to fill the one column the model reads;
+        - ``(word, tag)`` pairs: the tag goes to the one column the model
+          reads (UPOS or XPOS, :attr:`tag_columns`);
+        - ``(word, UPOS, XPOS)`` triples: both columns.
+
+        or a :class:`~egnlp.corpora.Sentence`, parsed with its own columns.  An
+        empty sentence gives a graph with no words.
+        The graphs hold the words, the tags in ``ctag`` (UPOS) and ``tag``
+        (XPOS; ``_`` for a column not given), the heads and the relations:
+        the predicted labels, or without a labeler ``ROOT`` on root arcs and
+        ``_`` on the others.
+
+        Raises:
+            ValueError: a token that is not a non-empty string without
+                whitespace (or a pair or triple of them), a sentence mixing
+                kinds of tokens, words without a tagger, pairs for a model that
+                reads two tag columns, or a tagger for the wrong column, each
+                saying which.
+        """
+        built = self._sentences(list(sentences), tagger if tagger is not None else self.tagger)
+        words = [s for s in built if len(s)]
+        parsed = iter(self.parse_corpus(words) if words else [])
+        graphs = [self._graph(next(parsed)) if len(s) else DependencyGraph() for s in built]
+        return iter([iter([graph]) for graph in graphs])
+
+    def _sentences(self, inputs: list[Any], tagger: Any) -> list[Sentence]:
+        """Sentences of the inputs of :meth:`parse_sents`, the untagged ones tagged by ``tagger``."""
+        out: list[Sentence | None] = []
+        untagged: list[tuple[int, list[str]]] = []
+        for number, item in enumerate(inputs, start=1):
+            where = f"sentence {number}: " if len(inputs) > 1 else ""
+            if isinstance(item, Sentence):
+                out.append(item)
+                continue
+            if isinstance(item, str) or not isinstance(item, Iterable) or isinstance(item, (bytes, Mapping)):
+                raise ValueError(f"{where}{_show(item)} is not a sentence; a parser takes a list of tokens "
+                                 "(split and tokenise text with Tagger.tag_sentences or egnlp.pipeline)")
+            tokens = list(item)
+            kind = _token_kind(tokens, where)
+            if not tokens:
+                out.append(Sentence(()))
+            elif kind == 1:
+                untagged.append((len(out), tokens))
+                out.append(None)
+            elif kind == 2:
+                needed = self.tag_columns
+                if len(needed) > 1:
+                    raise ValueError(f"{where}this parser reads two tag columns, UPOS and XPOS, and (word, tag) "
+                                     "pairs give one: give (word, UPOS, XPOS) triples, or words with "
+                                     "tagger={'upos': ..., 'xpos': ...}")
+                column = needed[0]
+                out.append(_sentence([t[0] for t in tokens], {column: [t[1] for t in tokens]}, where))
+            else:
+                out.append(_sentence([t[0] for t in tokens], {"upos": [t[1] for t in tokens],
+                                                               "xpos": [t[2] for t in tokens]}, where))
+        if untagged:
+            columns = self._tag(tagger, [tokens for _, tokens in untagged])
+            for k, (slot, tokens) in enumerate(untagged):
+                where = f"sentence {slot + 1}: " if len(inputs) > 1 else ""
+                out[slot] = _sentence(tokens, {column: tags[k] for column, tags in columns.items()}, where)
+        return out  # type: ignore[return-value]
+
+    def _tag(self, tagger: Any, words: list[list[str]]) -> dict[str, list[list[str]]]:
+        """The tags of the columns the model reads, for sentences of ``words``, from ``tagger``."""
+        needed = self.tag_columns
+        reads = " and ".join(COLUMN_NAMES[c] for c in needed)
+        if tagger is None:
+            give = "(word, tag) pairs" if len(needed) == 1 else "(word, UPOS, XPOS) triples"
+            raise ValueError(f"untagged tokens and no tagger: this parser reads {reads} tags; give {give}, or a "
+                             "tagger (Parser.load(..., tagger=...), parser.tagger = ... or parse(..., tagger=...))")
+        if isinstance(tagger, Mapping):
+            unknown = [key for key in tagger if key not in COLUMN_NAMES]
+            if unknown:
+                raise ValueError("the keys of a mapping of taggers are 'upos' and 'xpos', "
+                                 f"not {str(unknown[0])[:40]!r}")
+            missing = [c for c in needed if c not in tagger]
+            if missing:
+                raise ValueError(f"this parser reads {reads} tags; no tagger for {COLUMN_NAMES[missing[0]]} "
+                                 f"was given (only {', '.join(COLUMN_NAMES[c] for c in tagger) or 'none'})")
+            taggers = {c: tagger[c] for c in needed}
+        else:
+            declared = getattr(tagger, "column", None)
+            if declared is None:
+                column = needed[0] if len(needed) == 1 else None
+            else:
+                column = TAGGER_COLUMNS.get(declared) if isinstance(declared, str) else None
+                if column is None:
+                    raise ValueError(f"the tagger predicts {str(declared)[:40]!r} tags, not part-of-speech tags; "
+                                     f"this parser reads {reads}")
+            if len(needed) > 1:
+                fills = f" ({COLUMN_NAMES[column]})" if column is not None else ""
+                raise ValueError(f"this parser reads two tag columns, {reads}, and one tagger fills one{fills}: "
+                                 "give tagger={'upos': ..., 'xpos': ...}, or (word, UPOS, XPOS) triples")
+            if column not in needed:
+                raise ValueError(f"this parser reads {reads} tags; the tagger predicts {COLUMN_NAMES[column]}")
+            taggers = {column: tagger}
+        return {column: _run_tagger(one, words, column) for column, one in taggers.items()}
+
+    def _graph(self, sentence: Sentence) -> DependencyGraph:
+        """The parsed ``sentence`` as an NLTK DependencyGraph (see :meth:`parse_sents`)."""
+        graph = DependencyGraph()
+        labeled = self.labeler is not None
+        for address, row in enumerate(sentence.rows, start=1):
+            head = int(row[HEAD])
+            rel = row[DEPREL] if labeled else (UNLABELED_ROOT if head == 0 else BLANK)
+            graph.nodes[address].update({"address": address, "word": row[FORM], "lemma": row[LEMMA],
+                                         "ctag": row[CPOS], "tag": row[POS], "feats": row[FEATS],
+                                         "head": head, "rel": rel})
+            graph.nodes[head]["deps"][rel].append(address)
+        first = min((a for a in graph.nodes if graph.nodes[a]["head"] == 0 and a != 0), default=None)
+        if first is not None:
+            graph.root = graph.nodes[first]
+            graph.top_relation_label = graph.nodes[first]["rel"]
+        return graph
 
     def save(self, path: str | os.PathLike[str]) -> None:
         meta = {
@@ -118,8 +284,8 @@ class Parser:
         write_npz_atomic(path, arrays, meta)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> "Parser":
-        """Read a parser file (see the module docstring).
+    def load(cls, path: str | os.PathLike[str], *, tagger: Any = None) -> "Parser":
+        """Read a parser file (see the module docstring); ``tagger`` becomes :attr:`tagger`.
 
         Raises:
             ModelError: any file that is not a parser model of this format, or whose contents do not agree.
@@ -155,6 +321,80 @@ class Parser:
             if labels is None and labeler_arrays:
                 raise ValueError(f"unexpected array {next(iter(labeler_arrays))!r}")
             labeler = ArcLabeler.from_arrays(labels, labeler_arrays) if labels is not None else None
-            return cls(featurizer, arrays["weights"], meta["root"], info, labeler, meta["tree"])
+            return cls(featurizer, arrays["weights"], meta["root"], info, labeler, meta["tree"], tagger=tagger)
         except (KeyError, ValueError, TypeError) as exc:
             raise ModelError(f"{path}: inconsistent model file ({exc})") from None
+
+
+def _is_corpus(value: Any) -> bool:
+    """Whether ``value`` is a list of Sentence objects (empty included), as :meth:`Parser.parse_corpus` takes."""
+    return (isinstance(value, Sequence) and not isinstance(value, str)
+            and all(isinstance(item, Sentence) for item in value))
+
+
+def _show(value: Any) -> str:
+    """A short description of a value for messages: its repr (cut) and its type."""
+    text = repr(value)
+    return f"{text[:40] + '...' if len(text) > 40 else text} ({type(value).__name__})"
+
+
+def _token_kind(tokens: list[Any], where: str) -> int:
+    """1 (words), 2 ((word, tag) pairs) or 3 ((word, UPOS, XPOS) triples): the kind of every token.
+
+    Raises:
+        ValueError: a token of no kind, or of another kind than the first token, naming it.
+    """
+    kind = None
+    for i, token in enumerate(tokens, start=1):
+        if isinstance(token, str):
+            this = 1
+        elif isinstance(token, (tuple, list)) and len(token) in (2, 3) and all(isinstance(x, str) for x in token):
+            this = len(token)
+        else:
+            hint = ("; to parse several sentences use parse_sents" if isinstance(token, (list, tuple)) else "")
+            raise ValueError(f"{where}token {i} is {_show(token)}; a sentence is a list of words, of (word, tag) "
+                             f"pairs or of (word, UPOS, XPOS) triples{hint}")
+        if kind is None:
+            kind = this
+        elif this != kind:
+            names = {1: "words", 2: "(word, tag) pairs", 3: "(word, UPOS, XPOS) triples"}
+            raise ValueError(f"{where}token {i} is {_show(token)} among {names[kind]}: give every token "
+                             "of a sentence in the same form")
+    return kind or 1
+
+
+def _sentence(words: list[str], tags: dict[str, list[str]], where: str) -> Sentence:
+    """A ten-column Sentence of ``words`` with ``tags`` in UPOS (CPOSTAG) and/or XPOS (POSTAG), ``_`` elsewhere."""
+    for column, values in (("word", words), *((COLUMN_NAMES[c] + " tag", v) for c, v in tags.items())):
+        for i, value in enumerate(values, start=1):
+            if not isinstance(value, str) or not value or any(ch.isspace() for ch in value):
+                raise ValueError(f"{where}{column} {_show(value)} of token {i} is not a non-empty string "
+                                 "without whitespace")
+    upos, xpos = tags.get("upos"), tags.get("xpos")
+    rows = tuple((str(i + 1), form, BLANK, upos[i] if upos else BLANK, xpos[i] if xpos else BLANK,
+                  BLANK, BLANK, BLANK, BLANK, BLANK) for i, form in enumerate(words))
+    try:
+        return Sentence(rows)
+    except ValueError as exc:  # too long
+        raise ValueError(f"{where}{str(exc).removeprefix('<string>:1: ')}") from None
+
+
+def _run_tagger(tagger: Any, words: list[list[str]], column: str) -> list[list[str]]:
+    """The tags ``tagger`` (an NLTK tagger: ``tag_sents`` or ``tag``) gives sentences of ``words``, checked."""
+    if callable(getattr(tagger, "tag_sents", None)):
+        tagged = list(tagger.tag_sents([list(w) for w in words]))
+    elif callable(getattr(tagger, "tag", None)):
+        tagged = [tagger.tag(list(w)) for w in words]
+    else:
+        raise ValueError(f"the {COLUMN_NAMES[column]} tagger is {_show(tagger)}, not a tagger "
+                         "(an NLTK TaggerI with tag_sents or tag)")
+    if len(tagged) != len(words):
+        raise ValueError(f"the {COLUMN_NAMES[column]} tagger gave {len(tagged)} sentences for {len(words)}")
+    out = []
+    for k, (pairs, tokens) in enumerate(zip(tagged, words), start=1):
+        pairs = list(pairs)
+        if len(pairs) != len(tokens) or not all(isinstance(p, (tuple, list)) and len(p) == 2 for p in pairs):
+            raise ValueError(f"the {COLUMN_NAMES[column]} tagger gave {_show(pairs)} for sentence {k}; "
+                             f"expected one (word, tag) pair per token ({len(tokens)})")
+        out.append([tag for _, tag in pairs])
+    return out

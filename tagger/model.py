@@ -6,7 +6,7 @@ An inner model implements :class:`SequenceModel`; the CRF's is
 A model file is one ``.npz`` read with ``allow_pickle=False`` (loading never
 runs code) holding the inner model's arrays and ``meta``: UTF-8 JSON with the
 format version, the kind ``egnlp-tagger``, the inner kind (``crf`` or
-``maxent``), the label column (``pos`` or ``chunk``), the inner model's own
+``maxent``), the label column (``pos``, ``upos`` or ``chunk``), the inner model's own
 metadata and the training information.  It is written to a temporary file
 and renamed (:func:`egnlp.corpora.files.write_npz_atomic`); it carries a
 checksum of all its bytes and the dtype and shape of every array, checked on
@@ -22,9 +22,11 @@ accuracy on unknown words) is stored, when the Tagger has one, as the arrays
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, Sequence
 
 import numpy as np
+from nltk.tag.api import TaggerI
 
 from egnlp.corpora import Sentence
 from egnlp.corpora.sentence import LABEL_COLUMNS
@@ -81,11 +83,22 @@ def _vocab_from_arrays(arrays: dict[str, np.ndarray]) -> list[str] | None:
     return unpack_strings(arrays.pop("vocab_bytes"), arrays.pop("vocab_offsets"))
 
 
-class Tagger:
+def _show(token: Any) -> str:
+    """A short description of a token for messages: its repr (cut) and its type."""
+    text = repr(token)
+    return f"{text[:40] + '...' if len(text) > 40 else text} ({type(token).__name__})"
+
+
+class Tagger(TaggerI):
     """A POS tagger or chunker over tokens, raw text or corpora.
 
-    ``column`` is the label column the model predicts: ``"pos"`` or
-    ``"chunk"`` (default: ``"chunk"`` when the model reads POS tags).
+    It is an NLTK tagger (:class:`nltk.tag.api.TaggerI`): :meth:`tag`,
+    :meth:`tag_sents`, and from NLTK ``accuracy(gold)``, ``confusion``,
+    ``evaluate_per_tag`` on gold sentences of ``(word, tag)`` pairs.
+
+    ``column`` is the label column the model predicts: ``"pos"`` (POSTAG,
+    CoNLL-U XPOS), ``"upos"`` (CPOSTAG, CoNLL-U UPOS) or ``"chunk"``
+    (default: ``"chunk"`` when the model reads POS tags).
     ``vocabulary`` is the set of word forms seen in training (kept sorted;
     None when unknown), used to score accuracy on unknown words.
     """
@@ -152,9 +165,66 @@ class Tagger:
         labels = self.predict(tokens_list, pos_tagger=pos_tagger)
         return [list(zip(toks, labs)) for toks, labs in zip(tokens_list, labels)]
 
-    def tag(self, text: str, *, pos_tagger: "Tagger | None" = None) -> list[tuple[str, str]]:
-        """(word, tag) pairs of raw ``text``, all sentences concatenated in order."""
-        return [pair for sent in self.tag_sentences(text, pos_tagger=pos_tagger) for pair in sent]
+    # -- NLTK's TaggerI: tag, tag_sents (accuracy, confusion, evaluate_per_tag come with TaggerI) --------
+
+    def tag(self, tokens: "str | Sequence[Any]", *, pos_tagger: "Tagger | None" = None) -> list[tuple[Any, str]]:
+        """(token, tag) pairs of one sentence, as NLTK's :meth:`nltk.tag.api.TaggerI.tag`.
+
+        ``tokens`` is a list of word strings, or raw text (a ``str``), which is
+        split into sentences and tokenised (:mod:`egnlp.tagger.text`), all its
+        sentences tagged and concatenated in order.  A chunker reads POS tags:
+        give it ``(word, POS)`` pairs, which come back as ``((word, POS),
+        chunk)`` (NLTK's convention for chunk taggers), or words with
+        ``pos_tagger``.
+
+        Raises:
+            ValueError: tokens that are not strings (or, for a chunker,
+                ``(word, POS)`` pairs), naming the first one.
+        """
+        return self.tag_sents([tokens], pos_tagger=pos_tagger)[0]
+
+    def tag_sents(self, sentences: "Iterable[str | Sequence[Any]]", *,
+                  pos_tagger: "Tagger | None" = None) -> list[list[tuple[Any, str]]]:
+        """:meth:`tag` of every sentence (any iterable of token lists or strings), in one batch."""
+        items: list[list[list[Any]]] = []  # per sentence: its pieces (text gives one per sentence it holds)
+        for number, sentence in enumerate(sentences, start=1):
+            if isinstance(sentence, str):
+                items.append(sentences_and_tokens(sentence))
+            elif isinstance(sentence, Iterable) and not isinstance(sentence, (bytes, Mapping)):
+                items.append([list(sentence)])
+            else:
+                raise ValueError(f"sentence {number} is {_show(sentence)}; a tagger tags a list of tokens "
+                                 f"or a string of text")
+        words_list, pos_list = self._token_columns(items, pos_tagger)
+        labels = iter(self.predict(words_list, pos_list, pos_tagger=pos_tagger))
+        return [[pair for piece in pieces for pair in zip(piece, next(labels))] for pieces in items]
+
+    def _token_columns(self, items: list[list[list[Any]]], pos_tagger: "Tagger | None"):
+        """(words, POS or None) of every piece of every sentence, after checking each token (see :meth:`tag`)."""
+        pieces = [piece for pieces in items for piece in pieces]
+        paired = self.use_pos and any(piece and not isinstance(piece[0], str) for piece in pieces)
+        for number, piece in ((n, piece) for n, pieces in enumerate(items, start=1) for piece in pieces):
+            for i, token in enumerate(piece):
+                if paired:
+                    ok = isinstance(token, (tuple, list)) and len(token) == 2 and all(isinstance(x, str) for x in token)
+                else:
+                    ok = isinstance(token, str)
+                if ok:
+                    continue
+                where = f"token {i + 1}" + (f" of sentence {number}" if len(items) > 1 else "")
+                if paired:
+                    want = "(word, POS) pairs (this chunker reads POS tags)"
+                else:
+                    want = "words (strings)" + (" or of (word, POS) pairs" if self.use_pos else "")
+                hint = "; to tag several sentences use tag_sents" if isinstance(token, list) and not paired else ""
+                raise ValueError(f"{where} is {_show(token)}; a tagger takes a string of text or a list of "
+                                 f"{want}{hint}")
+        if paired:
+            return [[w for w, _ in piece] for piece in pieces], [[p for _, p in piece] for piece in pieces]
+        if self.use_pos and pos_tagger is None and any(pieces):
+            raise ValueError("this chunker reads POS tags: give it (word, POS) pairs, or words with "
+                             "pos_tagger=<a POS Tagger>")
+        return pieces, None
 
     def marginals(self, tokens: Sequence[str], pos: Sequence[str] | None = None, *,
                   as_array: bool = False) -> list[dict[str, float]] | np.ndarray:
@@ -180,6 +250,8 @@ class Tagger:
         labels = self.predict([s.forms for s in sentences], pos_list)
         if self.column == "pos":
             return [s.with_tags(pos=lab) for s, lab in zip(sentences, labels)]
+        if self.column == "upos":
+            return [s.with_tags(upos=lab) for s, lab in zip(sentences, labels)]
         return [s.with_tags(chunks=lab) for s, lab in zip(sentences, labels)]
 
     # -- files ---------------------------------------------------------------

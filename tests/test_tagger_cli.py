@@ -335,7 +335,7 @@ def test_parse_text_writes_conllu_with_a_head_for_every_token(ptb_model: Path, p
     for number, (tree, raw) in enumerate(zip(trees, split_sentences(TEXT)), start=1):
         assert tree.heads is not None and len(tree.heads) == len(tree)
         assert all(0 <= h <= len(tree) for h in tree.heads) and tree.heads.count(0) == 1  # a 'single' root parser
-        assert all(row[CPOS] == row[POS] != "_" for row in tree.rows)
+        assert all(row[CPOS] == "_" != row[POS] for row in tree.rows)  # the parser reads XPOS only
         assert (0, f"# sent_id = {number}") in tree.aside
         assert (0, f"# text = {' '.join(raw.split())}") in tree.aside
     # The same from a file, to a file, and from Python.

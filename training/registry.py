@@ -12,8 +12,13 @@ A name is unique within its kind; ``lbfgs`` exists for both.
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable
+
+import numpy as np
 
 from egnlp.training.coordinate_descent import CDConfig, fit_cd
 from egnlp.training.eg import EGConfig, fit_eg_ll, fit_eg_ll_batch, fit_eg_mm, fit_eg_mm_batch
@@ -85,11 +90,59 @@ def get_trainer(name: str, problem: str = STRUCTURED) -> Trainer:
     raise ValueError(f"unknown trainer '{name}'{hint}; trainers: {', '.join(trainer_names(problem))}")
 
 
+# Names users bring from the command line (``--passes``) or other tools for a config field.
+SETTING_ALIASES = {"passes": "max_passes", "iterations": "max_passes", "max_iter": "max_passes",
+                   "epochs": "max_passes", "seconds": "max_seconds", "time_limit": "max_seconds"}
+# The values a config field of each annotated type takes (bool is no number here).
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {"float": (numbers.Real,), "int": (numbers.Integral,),
+                                             "bool": (bool, np.bool_), "str": (str,), "None": (type(None),)}
+_TYPE_NAMES = {"float": "a number", "int": "an integer", "bool": "true or false", "str": "a string",
+               "None": "None"}
+
+
+def _suggestion(name: str, fields: set[str]) -> str:
+    """' (did you mean X?)' for a setting that is a CLI spelling, an alias or a near miss of a field, else ''."""
+    plain = name.lstrip("-").replace("-", "_")
+    guess = plain if plain in fields else SETTING_ALIASES.get(plain.lower())
+    if guess not in fields:
+        folded = {f.lower(): f for f in fields}
+        guess = folded.get(plain.lower())
+    if guess not in fields:
+        close = difflib.get_close_matches(plain, sorted(fields), n=1, cutoff=0.7)
+        guess = close[0] if close else None
+    return f" (did you mean {guess}?)" if guess else ""
+
+
+def check_settings(trainer: Trainer, settings: Mapping[str, Any]) -> None:
+    """Check setting names and value types against the trainer's config fields.
+
+    Raises:
+        ValueError: a name the config does not have (listing the valid ones,
+            with a suggestion for CLI spellings such as ``passes``), or a value
+            of the wrong type (``C="x"``); the config itself checks ranges.
+    """
+    fields = {f.name: f for f in dataclasses.fields(trainer.config)}
+    valid = ", ".join(sorted(fields))
+    for name in settings:
+        if not isinstance(name, str) or name not in fields:
+            name = str(name)
+            raise ValueError(f"trainer '{trainer.name}' has no setting {name}{_suggestion(name, set(fields))}; "
+                             f"valid settings: {valid}")
+    for name, value in settings.items():
+        annotation = fields[name].type
+        kinds = [k.strip() for k in annotation.split("|")] if isinstance(annotation, str) else []
+        if not kinds or any(k not in _FIELD_TYPES for k in kinds):
+            continue  # a type this check does not know: the config checks it
+        allowed = tuple(t for k in kinds for t in _FIELD_TYPES[k])
+        is_bool = isinstance(value, (bool, np.bool_))
+        if not isinstance(value, allowed) or (is_bool and "bool" not in kinds):
+            want = " or ".join(_TYPE_NAMES[k] for k in kinds)
+            raise ValueError(f"setting {name} of trainer '{trainer.name}' must be {want}, "
+                             f"not {repr(value)[:40]} ({type(value).__name__})")
+
+
 def make_config(trainer: Trainer, **settings):
-    """The trainer's config from ``settings``; a setting it does not have is an error, not ignored."""
-    fields = {f.name for f in dataclasses.fields(trainer.config)}
-    unknown = sorted(set(settings) - fields)
-    if unknown:
-        raise ValueError(f"trainer '{trainer.name}' has no setting {', '.join(unknown)}; "
-                         f"its settings: {', '.join(sorted(fields))}")
+    """The trainer's config from ``settings``; a setting it does not have, or a value of the wrong type,
+    is an error naming the valid settings (:func:`check_settings`), not ignored."""
+    check_settings(trainer, settings)
     return trainer.config(**settings)

@@ -1,0 +1,258 @@
+"""What a model file holds: ``egnlp model info FILE [--json]``.
+
+:func:`model_info` loads a parser or a tagger file (every check of
+:mod:`egnlp.corpora.files` and of the model's loader applies, so a damaged
+file is an error, not a report) and describes it as a JSON-ready dict: the
+kind and format version, what the model predicts (tree space and arc labels;
+tag column and tag set), its features, and what its metadata records of its
+training (data, trainer and settings, final primal, dual and duality gap).
+:func:`format_info` renders that dict for people.
+
+Models written before the training data and settings were recorded load as
+well; what they do not record is left out (None in JSON).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+from egnlp.corpora.files import ModelError
+from egnlp.parser import model as parser_model
+from egnlp.parser.model import Parser
+from egnlp.tagger import model as tagger_model
+from egnlp.tagger.model import Tagger
+
+__all__ = ["format_info", "load_model", "model_info"]
+
+KINDS = {parser_model.MODEL_KIND: "parser", tagger_model.MODEL_KIND: "tagger"}
+# What the parser's tag-column setting means.
+TAG_COLUMNS = {"both": "UPOS (CPOSTAG) and XPOS (POSTAG)", "upos": "UPOS (CPOSTAG) only",
+               "xpos": "XPOS (POSTAG), the coarse tag its first character"}
+FINAL_FIELDS = ("passes", "eff_iters", "seconds", "C", "primal", "dual", "gap", "rel_gap", "grad_norm", "dev")
+
+
+def _other_kind(error: ModelError) -> bool:
+    """Whether a loader refused the file only because it holds another kind of model."""
+    return "expected a model of kind" in str(error)
+
+
+def load_model(path: str | os.PathLike[str]) -> Parser | Tagger:
+    """The parser or tagger of a model file, whichever it holds.
+
+    Raises:
+        ModelError: a missing, unreadable or damaged file, or one that holds no egnlp model.
+    """
+    errors = []
+    for load in (Parser.load, Tagger.load):
+        try:
+            return load(path)
+        except ModelError as exc:
+            if not _other_kind(exc):
+                raise
+            errors.append(exc)
+    found = str(errors[-1]).rpartition("found ")[2]
+    raise ModelError(f"{path}: not an egnlp parser or tagger model (its kind is {found})") from None
+
+
+def model_info(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A JSON-ready description of the model in ``path`` (see the module docstring).
+
+    Raises:
+        ModelError: as :func:`load_model`.
+    """
+    model = load_model(path)
+    size = os.path.getsize(path)
+    if isinstance(model, Parser):
+        out = {"file": str(path), "bytes": size, "kind": "parser", "format_version": parser_model.FORMAT_VERSION,
+               **_parser_part(model)}
+    else:
+        out = {"file": str(path), "bytes": size, "kind": "tagger", "format_version": tagger_model.FORMAT_VERSION,
+               **_tagger_part(model)}
+    out["training"] = _training_part(model.info)
+    return _finite(out)
+
+
+def _parser_part(parser: Parser) -> dict[str, Any]:
+    config = parser.featurizer.config()
+    labeler = parser.labeler
+    return {
+        "tree": parser.tree,
+        "root": parser.root,
+        "tag_columns": config["tags"],
+        "features": {"count": int(parser.weights.size), "mode": config["mode"],
+                     "hash_bits": config["hash_bits"] or None, "use_lemma": config["use_lemma"],
+                     "use_feats": config["use_feats"], "templates": config["templates"]},
+        "labels": list(labeler.labels) if labeler is not None else None,
+        "labeler_features": int(labeler.weights.size) if labeler is not None else None,
+    }
+
+
+def _tagger_part(tagger: Tagger) -> dict[str, Any]:
+    inner = tagger.model
+    featurizer = getattr(inner, "featurizer", None)
+    predicates = getattr(featurizer, "predicates", None) or getattr(inner, "predicates", None)
+    return {
+        "model": tagger.kind,
+        "column": tagger.column,
+        "reads_pos": tagger.use_pos,
+        "tags": tagger.labels,
+        "features": {"count": int(inner.weights.size),
+                     "predicates": len(predicates) if predicates is not None else None},
+        "vocabulary": len(tagger.vocabulary) if tagger.vocabulary is not None else None,
+        "beam": getattr(inner, "beam", None),
+        "all_transitions": getattr(featurizer, "all_transitions", None),
+    }
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _training_part(info: dict[str, Any]) -> dict[str, Any]:
+    """What the metadata's ``info`` records of the training run (keys it lacks become None)."""
+    data = _dict(info.get("data"))
+    final = _dict(info.get("final"))
+    out = {
+        "trainer": info.get("trainer"),
+        "data": {
+            "name": data.get("name"),
+            "sources": data.get("sources"),
+            "more_sources": data.get("more_sources"),
+            "train_sentences": info.get("train_sentences", data.get("train_sentences")),
+            "train_tokens": info.get("train_tokens", data.get("train_tokens")),
+            "dev_sentences": data.get("dev_sentences"),
+        },
+        "config": info.get("config") if isinstance(info.get("config"), dict) else None,
+        "settings": info.get("settings") if isinstance(info.get("settings"), dict) else None,
+        "converged": info.get("converged"),
+        "final": {name: final.get(name) for name in FINAL_FIELDS} if final else None,
+        "seconds": {"extract": info.get("extract_seconds"), "train": info.get("train_seconds")},
+    }
+    for extra in ("sigma2", "cutoff", "C_path"):
+        if extra in info:
+            out[extra] = info[extra]
+    labeler = _dict(info.get("labeler"))
+    if labeler:
+        out["labeler"] = {"labels": labeler.get("labels"), "features": labeler.get("n_features"),
+                          "seconds": labeler.get("seconds"),
+                          "final": {name: _dict(labeler.get("final")).get(name) for name in FINAL_FIELDS}}
+    return out
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by None (JSON has no NaN or infinity)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
+# -- text ----------------------------------------------------------------------------------------------
+
+
+def _number(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _names(values: list[str] | None, limit: int = 60) -> str:
+    if not values:
+        return "none"
+    shown = " ".join(values[:limit])
+    return f"{len(values)}: {shown}" + (f" ... (+{len(values) - limit})" if len(values) > limit else "")
+
+
+def _final(final: dict[str, Any] | None) -> str:
+    if not final:
+        return "not recorded"
+    parts = [f"primal {_number(final.get('primal'))}"]
+    if final.get("dual") is not None:
+        parts.append(f"dual {_number(final['dual'])}")
+    if final.get("gap") is not None:
+        rel = final.get("rel_gap")
+        parts.append(f"gap {_number(final['gap'])}" + (f" (relative {rel:.2e})" if rel is not None else ""))
+    elif final.get("grad_norm") is not None:
+        parts.append(f"gradient norm {final['grad_norm']:.2e}")
+    if final.get("dev") is not None:
+        parts.append(f"dev {final['dev']:.2f}")
+    if final.get("C") is not None:
+        parts.append(f"at C = {_number(final['C'])}")
+    return ", ".join(parts)
+
+
+def _data_line(data: dict[str, Any]) -> str:
+    files = ", ".join(data.get("sources") or [])
+    if files and data.get("more_sources"):
+        files += f" and {data['more_sources']} more files"
+    where = ": ".join(filter(None, [data.get("name"), files])) or "not recorded"
+    sizes = []
+    if data.get("train_sentences") is not None:
+        sizes.append(f"{_number(data['train_sentences'])} sentences")
+    if data.get("train_tokens") is not None:
+        sizes.append(f"{_number(data['train_tokens'])} tokens")
+    if data.get("dev_sentences"):
+        sizes.append(f"dev {_number(data['dev_sentences'])} sentences")
+    return where + (f" ({', '.join(sizes)})" if sizes else "")
+
+
+def format_info(info: dict[str, Any]) -> str:
+    """The description of :func:`model_info` as aligned ``name  value`` lines."""
+    rows: list[tuple[str, str]] = [("file", f"{info['file']} ({_number(info['bytes'])} bytes)"),
+                                   ("kind", f"{info['kind']}, format version {info['format_version']}")]
+    features = info["features"]
+    if info["kind"] == "parser":
+        rows += [("tree space", f"{info['tree']}, {info['root']} root"),
+                 ("tag columns", f"{info['tag_columns']}: {TAG_COLUMNS.get(info['tag_columns'], '')}"),
+                 ("features", f"{_number(features['count'])} ({features['mode']}"
+                  + (f", 2^{features['hash_bits']} ids" if features["hash_bits"] else "")
+                  + f"; lemma {_number(features['use_lemma'])}, feats {_number(features['use_feats'])}; "
+                  f"templates {features['templates']})"),
+                 ("labels", _names(info["labels"]) if info["labels"] is not None else "none (unlabeled parser)")]
+    else:
+        rows += [("model", f"{info['model']}, predicts the {info['column']} column"
+                  + (" from words and POS tags" if info["reads_pos"] else " from words")),
+                 ("tag set", _names(info["tags"])),
+                 ("features", f"{_number(features['count'])}"
+                  + (f" ({_number(features['predicates'])} predicates)" if features["predicates"] else "")),
+                 ("vocabulary", f"{_number(info['vocabulary'])} word forms")]
+        if info["beam"] is not None:
+            rows.append(("beam", str(info["beam"])))
+    training = info["training"]
+    rows.append(("training data", _data_line(training["data"])))
+    trainer = training["trainer"] or "not recorded"
+    config = training["config"]
+    if config:
+        trainer += ": " + ", ".join(f"{key}={_number(value)}" for key, value in config.items())
+    rows.append(("trainer", trainer))
+    for extra in ("sigma2", "cutoff"):
+        if extra in training:
+            rows.append((extra, _number(training[extra])))
+    if training["settings"]:
+        rows.append(("settings", ", ".join(f"{key}={_number(value) if value is not None else 'from the data'}"
+                                           for key, value in training["settings"].items())))
+    final = training["final"]
+    if final:
+        state = {True: "converged", False: "stopped before converging"}.get(training["converged"], "")
+        rows.append(("result", ", ".join(filter(None, [
+            state, f"{_number(final.get('passes'))} passes",
+            f"{final['eff_iters']:.1f} effective iterations" if final.get("eff_iters") is not None else "",
+            f"{final['seconds']:.1f} s" if final.get("seconds") is not None else ""]))))
+    rows.append(("final", _final(final)))
+    labeler = training.get("labeler")
+    if labeler:
+        rows.append(("labeler", f"{_number(labeler['labels'])} labels, {_number(labeler['features'])} features; "
+                     f"{_final(labeler['final'])}"))
+    width = max(len(name) for name, _ in rows)
+    return "".join(f"{name:<{width}}  {value}\n" for name, value in rows)
