@@ -4,29 +4,54 @@ Nothing here imports the rest of egnlp; every other package builds on these
 :class:`Sentence` objects.
 """
 
-from .conll import format_conll, parse_conll, read_conll, write_conll
-from .datasets import (
-    DatasetInfo,
-    dataset_root,
-    dataset_task,
-    guess_root,
-    is_dataset,
-    list_datasets,
-    load_dataset,
-    load_sentences,
-)
-from .errors import CorpusError, DataNotFoundError, InvalidTreeError
-from .malt import parse_malt_tab
-from .sentence import Sentence, is_projective
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+# Where each name lives. The modules load on first use (PEP 562), so that importing
+# egnlp.corpora.errors, say, does not load the readers and NumPy: 'egnlp --help' starts faster.
+_EXPORTS = {
+    "format_conll": "conll", "parse_conll": "conll", "read_conll": "conll", "write_conll": "conll",
+    "DatasetInfo": "datasets", "dataset_root": "datasets", "dataset_task": "datasets", "guess_root": "datasets",
+    "is_dataset": "datasets", "list_datasets": "datasets", "load_dataset": "datasets", "load_sentences": "datasets",
+    "CorpusError": "errors", "DataNotFoundError": "errors", "InvalidTreeError": "errors",
+    "FORMATS": "formats", "detect_format": "formats", "parse_corpus": "formats", "read_corpus": "formats",
+    "parse_malt_tab": "malt",
+    "Sentence": "sentence", "is_projective": "sentence",
+}
+
+if TYPE_CHECKING:
+    from .conll import format_conll, parse_conll, read_conll, write_conll
+    from .datasets import (DatasetInfo, dataset_root, dataset_task, guess_root, is_dataset, list_datasets,
+                           load_dataset, load_sentences)
+    from .errors import CorpusError, DataNotFoundError, InvalidTreeError
+    from .formats import FORMATS, detect_format, parse_corpus, read_corpus
+    from .malt import parse_malt_tab
+    from .sentence import Sentence, is_projective
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __all__ = [
     "CorpusError",
     "DataNotFoundError",
     "DatasetInfo",
+    "FORMATS",
     "InvalidTreeError",
     "Sentence",
     "dataset_root",
     "dataset_task",
+    "detect_format",
     "format_conll",
     "guess_root",
     "is_dataset",
@@ -35,7 +60,9 @@ __all__ = [
     "load_dataset",
     "load_sentences",
     "parse_conll",
+    "parse_corpus",
     "parse_malt_tab",
     "read_conll",
+    "read_corpus",
     "write_conll",
 ]

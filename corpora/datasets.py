@@ -61,18 +61,15 @@ import functools
 import io
 import os
 import random
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-import nltk
-from nltk.corpus.reader import find_corpus_fileids
 
 from .conll import parse_conll, read_conll
 from .errors import CorpusError, DataNotFoundError
 from .files import decode
 from .malt import parse_malt_tab
 from .sentence import Sentence
-from .tagging import parse_brown, parse_conll2000, parse_treebank_tags
 
 SPLITS = ("train", "dev", "test")
 DEV_FRACTION = 0.1
@@ -198,6 +195,9 @@ class _ShuffledDocuments(_NLTKPackage):
 
     def _all_documents(self) -> list[str]:
         """The sorted file ids; the split is only defined for the expected number of them."""
+        import nltk
+        from nltk.corpus.reader import find_corpus_fileids
+
         root = nltk.data.find(_resource(self.package) + "/")
         ids = sorted(find_corpus_fileids(root, self.pattern))
         if len(ids) != self.n_documents:
@@ -251,6 +251,23 @@ class _UDFiles:
 def _read_ud(path: str) -> tuple[Sentence, ...]:
     """The sentences of a UD file (once per process)."""
     return tuple(read_conll(path))
+
+
+def _tagging_reader(name: str) -> Parser:
+    """The reader ``name`` of :mod:`egnlp.corpora.tagging`, imported when a file is read (it loads NLTK's
+    corpus readers, and with them NLTK and SciPy, which listing the data sets does not need)."""
+
+    def parse(text: str, source: str) -> list[Sentence]:
+        from . import tagging
+
+        return getattr(tagging, name)(text, source)
+
+    parse.__name__ = parse.__qualname__ = name
+    return parse
+
+
+parse_brown, parse_conll2000, parse_treebank_tags = (
+    _tagging_reader(name) for name in ("parse_brown", "parse_conll2000", "parse_treebank_tags"))
 
 
 @dataclass(frozen=True)
@@ -433,13 +450,28 @@ def _resource(package: str) -> str:
     return f"corpora/{package}"
 
 
+def _data_path() -> list[str]:
+    """NLTK's data path: ``nltk.data.path`` once NLTK is imported, else the same list computed the way
+    NLTK computes it (``$NLTK_DATA``, ``~/nltk_data``, then the folders under ``sys.prefix`` and
+    ``/usr``), so that listing the data sets does not import NLTK, and with it SciPy."""
+    if "nltk" in sys.modules or os.name == "nt":
+        import nltk
+
+        return list(nltk.data.path)
+    path = [os.path.expanduser(d) for d in os.environ.get("NLTK_DATA", "").split(os.pathsep) if d]
+    if "APPENGINE_RUNTIME" not in os.environ and os.path.expanduser("~/") != "~/":
+        path.append(os.path.expanduser("~/nltk_data"))
+    path += [os.path.join(sys.prefix, "nltk_data"), os.path.join(sys.prefix, "share", "nltk_data"),
+             os.path.join(sys.prefix, "lib", "nltk_data"), "/usr/share/nltk_data", "/usr/local/share/nltk_data",
+             "/usr/lib/nltk_data", "/usr/local/lib/nltk_data"]
+    return path
+
+
 def _is_installed(package: str) -> bool:
     """Whether NLTK's data path holds the package (as a folder or a zip)."""
-    try:
-        nltk.data.find(_resource(package) + "/")
-    except LookupError:
-        return False
-    return True
+    resource = _resource(package)
+    return any(os.path.isdir(os.path.join(folder, resource)) or os.path.isfile(os.path.join(folder, resource + ".zip"))
+               for folder in _data_path())
 
 
 def _require_package(package: str) -> None:
@@ -450,6 +482,8 @@ def _require_package(package: str) -> None:
     """
     if _is_installed(package):
         return
+    import nltk
+
     try:
         # nltk prints its own download errors; the one-line error below says what matters
         with contextlib.redirect_stdout(io.StringIO()):
@@ -469,6 +503,8 @@ def _load_file(package: str, filename: str, encoding: str, parse: Parser) -> tup
 
     Sentences are named ``{package}/{filename}`` in messages.
     """
+    import nltk
+
     source = f"{package}/{filename}"
     try:
         pointer = nltk.data.find(f"{_resource(package)}/{filename}")

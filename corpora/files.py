@@ -57,7 +57,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from .errors import CorpusError
+from .errors import CorpusError, ModelError  # ModelError lives with the other errors, light to import
 
 try:
     import fcntl
@@ -77,10 +77,6 @@ ARRAY_DTYPES = frozenset(("|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8"
 FORBIDDEN_CHARACTERS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029\ud800-\udfff]")
 _MEMBER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\.npy")
 _STALE_SECONDS = 24 * 3600  # without POSIX locks, a temporary file this old is stale
-
-
-class ModelError(Exception):
-    """A model file that cannot be used; ``str()`` is one readable line."""
 
 
 def read_bytes(source: str) -> bytes:

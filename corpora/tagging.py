@@ -9,11 +9,25 @@ PHEAD and PDEPREL ``_`` (no trees, so ``Sentence.heads`` is None), plus an
 
 Every malformed line raises :class:`~egnlp.corpora.errors.CorpusError` naming the
 file and the 1-based line.
+
+The sentences and trees of a file are found by the block readers of NLTK's
+corpus readers (``read_blankline_block`` of ``TaggedCorpusReader`` and
+``ConllCorpusReader``, ``read_sexpr_block`` of ``BracketParseCorpusReader``)
+and a Brown token is split by NLTK's ``str2tuple``; egnlp counts the lines
+(those readers know none) and checks every token. NLTK's reader methods
+themselves (``tagged_sents``, ``iob_sents``) are not used: they name no file
+or line, read a Brown token without ``/`` as a word tagged None, and the
+treebank reader skips text before the first tree and normalises leaves.
+``python benchmarks/readers.py`` compares these readers with the hand-written
+line loops they replaced and with NLTK's reader methods. NLTK is imported
+when a file is read, not with this module.
 """
 
 from __future__ import annotations
 
+import io
 import re
+from collections.abc import Iterable, Iterator
 
 from .errors import CorpusError
 from .sentence import BLANK, Sentence
@@ -26,6 +40,8 @@ TRACE_TAG = "-NONE-"
 CONLL2000_COLUMNS = 3  # word, POS, chunk (IOB)
 
 _BRACKET_TOKEN = re.compile(r"\(|\)|[^\s()]+")
+# Whitespace to str.split() and to re (egnlp's tokens) but not to the regex module of NLTK's readers.
+_NOT_NLTK_SPACE = str.maketrans("\x1c\x1d\x1e\x1f", "    ")
 
 
 def strip_brown_tag(tag: str) -> str:
@@ -53,18 +69,21 @@ def parse_brown(text: str, source: str) -> list[Sentence]:
     :func:`strip_brown_tag`. The tag is what follows the last ``/``, so forms
     such as ``1/2`` keep their slash.
     """
+    # Through the pieces of NLTK's TaggedCorpusReader (paragraphs by read_blankline_block, one sentence per
+    # line, tokens by str2tuple): the hand-written loop over the lines it replaced was only 1.17 times as
+    # fast on the 500 Brown files (benchmarks/readers.py, CPU seconds: 2.76 against 3.23).
+    from nltk.tag.util import str2tuple
+
     sentences = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        tokens = line.split()
-        if not tokens:
-            continue
-        rows = []
-        for token in tokens:
-            form, slash, tag = token.rpartition("/")
-            if not slash or not form or not tag:
-                raise CorpusError(f"{source}:{number}: token '{token}' is not word/tag")
-            rows.append(tagged_row(len(rows) + 1, form, strip_brown_tag(tag.upper())))
-        sentences.append(Sentence(rows=tuple(rows), source=source, line=number))
+    for first, lines in _line_blocks(text):
+        for number, line in enumerate(lines, start=first):
+            rows = []
+            for token in line.split():
+                form, tag = str2tuple(token)
+                if not tag or not form:  # tag None: no '/'
+                    raise CorpusError(f"{source}:{number}: token '{token}' is not word/tag")
+                rows.append(tagged_row(len(rows) + 1, form, strip_brown_tag(tag)))
+            sentences.append(Sentence(rows=tuple(rows), source=source, line=number))
     if not sentences:
         raise CorpusError(f"{source}: no sentences found")
     return sentences
@@ -75,30 +94,47 @@ def parse_conll2000(text: str, source: str) -> list[Sentence]:
 
     The chunk tag (IOB2, e.g. ``B-NP``, ``I-NP``, ``O``) becomes the 11th column.
     """
+    # Sentences by read_blankline_block, the block reader of NLTK's ConllCorpusReader: the hand-written
+    # loop over the lines it replaced was only 1.16 times as fast on train.txt and test.txt
+    # (benchmarks/readers.py, CPU seconds: 0.31 against 0.36).
     sentences = []
-    rows: list[tuple[str, ...]] = []
-    first = 0
-    for number, line in enumerate(text.split("\n"), start=1):
-        columns = line.split()
-        if not columns:
-            if rows:
-                sentences.append(Sentence(rows=tuple(rows), source=source, line=first))
-                rows = []
-            continue
-        if len(columns) != CONLL2000_COLUMNS:
-            raise CorpusError(
-                f"{source}:{number}: expected {CONLL2000_COLUMNS} space-separated columns "
-                f"(word, POS, chunk), found {len(columns)}"
-            )
-        if not rows:
-            first = number
-        form, tag, chunk = columns
-        rows.append(tagged_row(len(rows) + 1, form, tag, chunk))
-    if rows:
+    for first, lines in _line_blocks(text):
+        rows: list[tuple[str, ...]] = []
+        for number, line in enumerate(lines, start=first):
+            columns = line.split()
+            if len(columns) != CONLL2000_COLUMNS:
+                raise CorpusError(
+                    f"{source}:{number}: expected {CONLL2000_COLUMNS} space-separated columns "
+                    f"(word, POS, chunk), found {len(columns)}"
+                )
+            form, tag, chunk = columns
+            rows.append(tagged_row(len(rows) + 1, form, tag, chunk))
         sentences.append(Sentence(rows=tuple(rows), source=source, line=first))
     if not sentences:
         raise CorpusError(f"{source}: no sentences found")
     return sentences
+
+
+def format_conll2000(sentences: Iterable[Sentence]) -> str:
+    """The sentences as CoNLL-2000 text: ``word POS chunk`` per token, a blank line after each sentence.
+
+    Raises:
+        CorpusError: a sentence without a chunk column, or a field holding whitespace (the format
+            separates its columns by spaces).
+    """
+    out = []
+    for number, sentence in enumerate(sentences, start=1):
+        chunks = sentence.chunks
+        if chunks is None:
+            raise CorpusError(f"sentence {number} has no chunk tags; CoNLL-2000 is word, POS tag and chunk tag "
+                              "(write CoNLL instead)")
+        for form, tag, chunk in zip(sentence.forms, sentence.pos, chunks):
+            if any(char.isspace() for char in form + tag + chunk):
+                raise CorpusError(f"sentence {number}: token {form!r} (tags {tag!r}, {chunk!r}) holds whitespace, "
+                                  "which CoNLL-2000 cannot write (write CoNLL instead)")
+            out.append(f"{form} {tag} {chunk}\n")
+        out.append("\n")
+    return "".join(out)
 
 
 def parse_treebank_tags(text: str, source: str) -> list[Sentence]:
@@ -108,36 +144,43 @@ def parse_treebank_tags(text: str, source: str) -> list[Sentence]:
     tokens (tag ``-NONE-``) are dropped, which leaves exactly the tokens of the
     matching Malt-TAB dependency files.
     """
+    # Trees by read_sexpr_block, the block reader of NLTK's BracketParseCorpusReader (detect_blocks="sexpr"):
+    # the hand-written bracket counting it replaced was only 1.30 times as fast on wsj_0001-0199.mrg
+    # (benchmarks/readers.py, CPU seconds: 1.19 against 1.55). Leaves are read here, not by the reader's
+    # TAGWORD pattern, which needs exactly one space in "(TAG word)".
+    from nltk.corpus.reader.util import read_sexpr_block
+
+    plain = text.translate(_NOT_NLTK_SPACE)  # same length: offsets and lines stay
+    stream = io.StringIO(plain)
     sentences = []
-    rows: list[tuple[str, ...]] = []
-    depth = 0
-    first = 0
-    tokens = [(match.group(), match.start()) for match in _BRACKET_TOKEN.finditer(text)]
-    i = 0
-    while i < len(tokens):
-        token, offset = tokens[i]
-        if depth == 0:
-            if token != "(":
-                raise CorpusError(f"{source}:{_line_of(text, offset)}: expected '(' to start a tree, found '{token}'")
-            first = _line_of(text, offset)
-        window = [value for value, _ in tokens[i : i + 4]]
-        if _is_leaf(window):
-            tag, form = window[1], window[2]
-            if tag != TRACE_TAG:
-                rows.append(tagged_row(len(rows) + 1, form, tag))
-            i += 4
-        else:
-            depth += 1 if token == "(" else -1 if token == ")" else 0
-            if depth < 0:
-                raise CorpusError(f"{source}:{_line_of(text, offset)}: unbalanced ')'")
-            i += 1
-        if depth == 0:  # a tree ended (possibly a lone leaf)
+    line, counted, cursor = 1, 0, 0
+    while trees := read_sexpr_block(stream):
+        for tree in trees:  # a complete tree, text that is not one, or an unclosed tree at the end
+            offset = plain.find(tree, cursor)
+            cursor = offset + len(tree)
+            line += plain.count("\n", counted, offset)
+            counted = offset
+            tokens = _BRACKET_TOKEN.findall(tree)
+            if tokens[0] != "(":
+                raise CorpusError(f"{source}:{line}: expected '(' to start a tree, found '{tokens[0]}'")
+            rows: list[tuple[str, ...]] = []
+            depth = 0
+            i = 0
+            while i < len(tokens):
+                window = tokens[i : i + 4]
+                if _is_leaf(window):
+                    tag, form = window[1], window[2]
+                    if tag != TRACE_TAG:
+                        rows.append(tagged_row(len(rows) + 1, form, tag))
+                    i += 4
+                else:
+                    depth += 1 if tokens[i] == "(" else -1 if tokens[i] == ")" else 0
+                    i += 1
+            if depth != 0:
+                raise CorpusError(f"{source}:{line}: tree is not closed")
             if not rows:
-                raise CorpusError(f"{source}:{first}: tree has no words besides traces")
-            sentences.append(Sentence(rows=tuple(rows), source=source, line=first))
-            rows = []
-    if depth != 0:
-        raise CorpusError(f"{source}:{first}: tree is not closed")
+                raise CorpusError(f"{source}:{line}: tree has no words besides traces")
+            sentences.append(Sentence(rows=tuple(rows), source=source, line=line))
     if not sentences:
         raise CorpusError(f"{source}: no sentences found")
     return sentences
@@ -148,6 +191,17 @@ def _is_leaf(window: list[str]) -> bool:
     return len(window) == 4 and window[0] == "(" and window[3] == ")" and not set(window[1:3]) & {"(", ")"}
 
 
-def _line_of(text: str, offset: int) -> int:
-    """The 1-based line number of a character offset."""
-    return text.count("\n", 0, offset) + 1
+def _line_blocks(text: str) -> Iterator[tuple[int, list[str]]]:
+    """(1-based line number of the first line, lines) of every run of non-blank lines, found by NLTK's
+    ``read_blankline_block``; a line of whitespace only is blank, lines end at ``\\n`` only."""
+    from nltk.corpus.reader.util import read_blankline_block
+
+    stream = io.StringIO(text)  # newline="\n": no line-end translation
+    line, counted = 1, 0
+    while found := read_blankline_block(stream):
+        block = found[0]
+        offset = text.find(block, counted)  # the block's lines as they are in the text, after the last block
+        line += text.count("\n", counted, offset)
+        yield line, block.removesuffix("\n").split("\n")
+        line += block.count("\n")
+        counted = offset + len(block)

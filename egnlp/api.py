@@ -16,13 +16,14 @@ import numpy as np
 
 from egnlp.corpora import Sentence, guess_root
 from egnlp.features.arc_featurizer import ArcFeaturizer
+from egnlp.features.arc_parts import ArcPartFeatures
 from egnlp.features.hashing import KeyTable
 from egnlp.parser.trees import PROJECTIVE, choose_tree, tree_space
 from egnlp.parser.labeler import ArcLabeler, arc_label_keys, predicate_ids
 from egnlp.parser.model import Parser
 from egnlp.parser.problem import ParsingProblem
 from egnlp.training.path import PathPoint, regularization_path
-from egnlp.training.records import Callback, TrainResult
+from egnlp.training.records import BestPass, Callback, TrainingInterrupted, TrainResult, fit_or_best
 from egnlp.training.maxent_problem import MaxentProblem
 from egnlp.training.registry import MAXENT, check_settings, get_trainer, make_config
 
@@ -38,7 +39,7 @@ DEFAULT_PARSER_C = {"ll": 20.0, "mm": 100.0}
 def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: str, tree: str = PROJECTIVE):
     """A ``w -> UAS`` function over ``sentences`` (punctuation counted) in a tree space, for dev records."""
     argmax = tree_space(tree).argmax
-    pf = featurizer.part_features(featurizer.encode(sentences))
+    pf = ArcPartFeatures(featurizer, featurizer.encode(sentences))
     gold = [np.asarray(s.heads) for s in sentences]
     total = sum(len(g) for g in gold)
 
@@ -56,21 +57,29 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
 
 def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: str = "alphabet",
                           hash_bits: int = 22, tags: str | None = None,
-                          tree: str = PROJECTIVE) -> tuple[ArcFeaturizer, ParsingProblem, float]:
-    """Fit the arc features on ``train`` and compile its parsing problem; also the seconds it took.
+                          tree: str = PROJECTIVE, featurizer: ArcFeaturizer | None = None
+                          ) -> tuple[ArcFeaturizer, ParsingProblem, float]:
+    """Fit the arc features on ``train`` and set up its parsing problem; also the seconds it took.
+
+    The features of the arcs are computed one sentence at a time as training asks for them
+    (:class:`~egnlp.features.arc_parts.ArcPartFeatures`), not stored.
 
     ``tags`` (both, upos, xpos; default: chosen from the data) names the tag columns the templates
     read; ``tree`` (projective, non-projective) and ``root`` (single, multi) are the tree space.
+    With a fitted ``featurizer`` the problem uses its features as they are (the feature settings are
+    not read): one shard of a training set whose features were fitted on the whole set.
     """
     missing = [i for i, s in enumerate(train) if s.heads is None]
     if missing:
         raise ValueError(f"training sentence {missing[0] + 1} has no heads")
     start = time.perf_counter()
-    featurizer = ArcFeaturizer.for_corpus(train, feature_mode, hash_bits, tags)
+    fitted = featurizer is not None
+    featurizer = featurizer if fitted else ArcFeaturizer.for_corpus(train, feature_mode, hash_bits, tags)
     encoded = featurizer.encode(train)
     heads = [s.heads for s in train]
-    featurizer.fit(encoded, heads)
-    problem = ParsingProblem(featurizer.part_features(encoded), heads, root, tree)
+    if not fitted:
+        featurizer.fit(encoded, heads)
+    problem = ParsingProblem(ArcPartFeatures(featurizer, encoded), heads, root, tree)
     return featurizer, problem, time.perf_counter() - start
 
 
@@ -78,7 +87,7 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
                  trainer: str = DEFAULT_PARSER_TRAINER, root: str | None = None, feature_mode: str = "alphabet",
                  hash_bits: int = 22, tags: str | None = None, tree: str = PROJECTIVE, labels: bool = True,
                  callbacks: Sequence[Callback] = (), state: dict | None = None, data: str | None = None,
-                 **settings) -> tuple[Parser, TrainResult]:
+                 patience: int | None = None, **settings) -> tuple[Parser, TrainResult]:
     """Train a first-order parser on ``train`` (sentences with heads), and its arc labeler when the
     sentences carry labels (unless ``labels`` is False).
 
@@ -92,7 +101,15 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     ``egnlp.training.registry.TRAINERS`` for the others).  C defaults to
     :data:`DEFAULT_PARSER_C` of the trainer's objective.  ``state`` warm-starts
     the trainer.
-    The dev set, if given, is scored (UAS) after every pass.  The model's
+    The dev set, if given, is scored (UAS) after every pass.  ``patience``
+    P (needs a dev set) stops the run once the dev score has not improved for
+    P passes; with a patience or a ``max_seconds`` budget and a dev set, the
+    model has the weights of the best dev pass (``info["best_pass"]``), not
+    the last pass's; the result keeps every pass's record.  With a
+    :class:`~egnlp.training.records.BestPass` among the ``callbacks``, Ctrl-C
+    raises :class:`~egnlp.training.records.TrainingInterrupted` carrying the
+    parser of the best pass so far (without its labeler) instead of a bare
+    KeyboardInterrupt.  The model's
     ``info`` records the training data (``data``, a name for it, and the
     files the sentences came from), the settings as given and the trainer's
     config (``egnlp model info`` prints them).
@@ -102,12 +119,29 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     spec = get_trainer(trainer)
     settings.setdefault("C", DEFAULT_PARSER_C[spec.objective])
     config = make_config(spec, **settings)
+    keeper = BestPass(patience) if patience is not None or getattr(config, "max_seconds", None) is not None else None
+    if patience is not None and not dev:
+        raise ValueError("a patience needs a dev set to score the passes (give --dev, or a data set with one)")
     given_root, given_tree = root, tree
     root = root or guess_root(train)
     tree = choose_tree([s.heads for s in train], tree)
     featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits, tags, tree)
     dev_score = uas_scorer(featurizer, dev, root, tree) if dev else None
-    result = spec.fit(problem, config=config, dev=dev_score, callbacks=tuple(callbacks), state=state)
+    result, interrupted = fit_or_best(spec.fit, problem, config=config, dev=dev_score,
+                                      callbacks=(*callbacks, *([keeper] if keeper is not None else [])), state=state)
+    kept = keeper.result() if keeper is not None and dev and interrupted is None else None
+    if kept is not None and kept.final.passes != result.final.passes:  # the best dev pass was not the last
+        result = TrainResult(weights=kept.weights, records=result.records, converged=False)
+    del problem, dev_score  # the arc features and their id tables go before the labeler trains
+    labeler, labeler_info = None, {}
+    if interrupted is None:
+        try:
+            labeler = _labeler(featurizer, train, labels, labeler_info)
+        except KeyboardInterrupt:  # the arcs are trained: keep the best pass when asked to
+            best = next((cb for cb in callbacks if isinstance(cb, BestPass) and cb.best is not None), None)
+            if best is None:
+                raise
+            result, interrupted = best.result(), best.last
     final = result.final
     info = {
         "trainer": trainer,
@@ -117,12 +151,17 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
                      "hash_bits": hash_bits, "labels": labels},
         "train_sentences": len(train),
         "n_features": featurizer.n_features,
-        "feature_entries": int(problem.features.feat_ids.size),
         "extract_seconds": extract_seconds,
         "converged": result.converged,
         "final": final.as_dict(),
     }
-    labeler = _labeler(featurizer, train, labels, info)
+    if kept is not None:
+        info["best_pass"] = kept.final.as_dict()
+        info["early_stop"] = bool(keeper.stop)
+    info.update(labeler_info)
+    if interrupted is not None:
+        info["interrupted_after_pass"] = interrupted.passes
+        raise TrainingInterrupted(Parser(featurizer, result.weights, root, info, None, tree), result, interrupted)
     return Parser(featurizer, result.weights, root, info, labeler, tree), result
 
 

@@ -2,12 +2,13 @@
 
 Every command is a thin layer over importable functions; errors in the
 user's input (files, data set names, model files, settings) end the command
-with one line on stderr and exit status 1, never a traceback.
+with one line on stderr and exit status 1, never a traceback; mistakes on
+the command line (an invalid choice, a missing option) one line and exit
+status 2; Ctrl-C one line and exit status 130 (see :mod:`egnlp.console`).
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from enum import Enum
@@ -17,30 +18,31 @@ from typing import Optional
 import typer
 
 from egnlp import __version__
-from egnlp.corpora import CorpusError, list_datasets, load_sentences, read_conll, write_conll
-from egnlp.corpora.datasets import dataset_root, dataset_task, is_dataset
-from egnlp.console import (USER_ERRORS, DataOption, DevOption, EncodingOption, MaxSecondsOption, ModelOut,
-                           SeedOption, TrainOption, fail, progress_printer)
+from egnlp.console import (EG_PASSES, EG_TOL, FORMAT_HELP, PARSER_C, PARSER_TRAINER, USER_ERRORS, DaskOption, DataOption,
+                           DevOption, EncodingOption, JobsOption, JsonOption, MaxSecondsOption, ModelOut, Order, QuietOption,
+                           SaveOnInterruptOption, SeedOption, Split, TextOut, TrainerName, TrainingProgress,
+                           TrainOption, TreeFormat, dataset_names, fail, interrupted, model_file, new_app, note,
+                           at_least_one, output_name, print_json, progress_printer, write_output)
 from egnlp.tagger_cli import parse_text_command, tagger_app
-from egnlp.api import DEFAULT_PARSER_C, DEFAULT_PARSER_TRAINER
-from egnlp.parser.evaluate import attachment_scores
-from egnlp.parser.model import Parser
-from egnlp.training.eg import EGConfig
-from egnlp.training.records import PassRecord
-from egnlp.inputs import training_sets
-from egnlp.training.registry import get_trainer, make_config, trainer_names
 
-app = typer.Typer(help="Dependency parsers and POS taggers trained with exponentiated-gradient algorithms.", no_args_is_help=True,
-                  add_completion=False, pretty_exceptions_enable=False)
-data_app = typer.Typer(help="Named data sets.", no_args_is_help=True)
-parser_app = typer.Typer(help="Train, run and evaluate dependency parsers.", no_args_is_help=True)
+# The commands import the modules they use when they run (Numba kernels, SciPy, NLTK): 'egnlp --help' and
+# 'egnlp data list' load none of them.
+
+app = new_app("Dependency parsers and POS taggers trained with exponentiated-gradient algorithms.",
+              add_completion=True)
+data_app = new_app("Named data sets.")
+parser_app = new_app("Train, run and evaluate dependency parsers.")
 app.add_typer(data_app, name="data")
 app.add_typer(parser_app, name="parser")
 app.add_typer(tagger_app, name="tagger")
 app.command("parse-text")(parse_text_command)
-bench_app = typer.Typer(help="Reproduce the optimizer comparisons and regularization paths of the EG paper.",
-                        no_args_is_help=True)
+bench_app = new_app("Reproduce the optimizer comparisons and regularization paths of the EG paper.")
 app.add_typer(bench_app, name="bench")
+
+
+def _format(fmt: Enum | None) -> str | None:
+    """The format named by a --format choice, None for auto (told from the content)."""
+    return None if fmt is None or fmt.value == "auto" else fmt.value
 
 
 def _show_version(value: bool) -> None:
@@ -80,6 +82,8 @@ class TagColumns(str, Enum):
 @data_app.command("list")
 def data_list() -> None:
     """List the named data sets and whether their NLTK packages are found."""
+    from egnlp.corpora import list_datasets
+
     typer.echo(f"{'name':<16} {'task':<6} {'root':<7} {'found':<6} {'source':<34} description")
     for info in list_datasets():
         typer.echo(f"{info.name:<16} {info.task:<6} {info.root:<7} {'yes' if info.found else 'no':<6} "
@@ -87,25 +91,33 @@ def data_list() -> None:
 
 
 @data_app.command("export")
-def data_export(name: str = typer.Argument(..., help="Data set name (see 'egnlp data list')."),
-                split: str = typer.Argument(..., help="train, dev or test."),
-                out: Path = typer.Option(..., "-o", "--out", help="CoNLL file to write.")) -> None:
+def data_export(name: str = typer.Argument(..., metavar="NAME", help="Data set name (see 'egnlp data list').",
+                                           autocompletion=dataset_names),
+                split: Split = typer.Argument(..., metavar="SPLIT", help="The split to write."),
+                out: TextOut = "-",
+                quiet: QuietOption = False) -> None:
     """Write one split of a data set as a CoNLL file."""
+    from egnlp.corpora import format_conll, is_dataset, load_sentences
+    from egnlp.corpora.errors import CorpusError
+
     try:
         if not is_dataset(name):
             raise CorpusError(f"unknown data set '{name}'; see 'egnlp data list'")
-        sentences = load_sentences(name, split)
-        write_conll(out, sentences)
+        sentences = load_sentences(name, split.value)
+        write_output(format_conll(sentences), out)
     except USER_ERRORS as exc:
         fail(str(exc))
-    typer.echo(f"wrote {len(sentences)} sentences to {out}", err=True)
+    note(f"wrote {len(sentences)} sentences to {output_name(out)}", quiet)
 
 
-def _training_data(data: Optional[str], train: Optional[Path], dev: Optional[Path], encoding: str,
-                   invalid: list[str] | None = None):
+def _training_data(data: Optional[str], train: Optional[str], dev: Optional[str], encoding: str,
+                   invalid: list[str] | None = None, fmt: str | None = None):
     """(train sentences, dev sentences or None, the data set's root constraint or None) of a parser command;
     with ``invalid`` a list, sentences whose heads do not form a tree are skipped into it."""
-    sets = training_sets(data, train, dev, trees=True, encoding=encoding, invalid=invalid)
+    from egnlp.corpora.datasets import dataset_root
+    from egnlp.inputs import training_sets
+
+    sets = training_sets(data, train, dev, trees=True, encoding=encoding, invalid=invalid, fmt=fmt)
     return sets.train, sets.dev, dataset_root(sets.dataset) if sets.dataset is not None else None
 
 
@@ -120,110 +132,181 @@ def parser_train(
     data: DataOption = None,
     train: TrainOption = None,
     dev: DevOption = None,
-    trainer: str = typer.Option(DEFAULT_PARSER_TRAINER, "--trainer", help=f"One of: {', '.join(trainer_names())}."),
-    C: Optional[float] = typer.Option(None, "--C", help="Regularisation constant C of sum_i loss_i + C/2 ||w||^2 "
-                                      f"[default: {DEFAULT_PARSER_C['mm']:g} for max-margin trainers, "
-                                      f"{DEFAULT_PARSER_C['ll']:g} for log-linear ones]."),
+    trainer: TrainerName = typer.Option(PARSER_TRAINER, "--trainer", help="Trainer (see the README's table of "
+                                        "trainers)."),
+    C: Optional[float] = typer.Option(None, "--C", help="Regularisation constant C of sum_i loss_i + C/2 ||w||^2.",
+                                      show_default=f"{PARSER_C['mm']:g} for max-margin trainers, "
+                                                   f"{PARSER_C['ll']:g} for log-linear ones"),
     C_path: Optional[str] = typer.Option(None, "--C-path", help="START:FACTOR:COUNT, e.g. 1000:0.7:21: train a "
                                          "warm-started path of C values, print a table, keep the best on dev."),
-    passes: Optional[int] = typer.Option(None, "--passes", help=f"Pass limit [default: {EGConfig.max_passes} for EG]."),
-    tol: Optional[float] = typer.Option(None, "--tol", help=f"Stop when the relative duality gap is below this "
-                                        f"[default: {EGConfig.tol:g} for EG]."),
-    anneal: Optional[bool] = typer.Option(None, "--anneal/--no-anneal",
-                                          help="EG: start at 10 C and decay to C (much faster for small C) [default: on]."),
-    order: Optional[str] = typer.Option(None, "--order", help="EG, BCFW: example order, random (a fresh "
-                                        "permutation per pass), cyclic, or gap (draws in proportion to each "
-                                        "example's share of the duality gap)."),
+    passes: Optional[int] = typer.Option(None, "--passes", help="Pass limit.",
+                                         show_default=f"{EG_PASSES} for EG, else the trainer's"),
+    tol: Optional[float] = typer.Option(None, "--tol", help="Stop when the relative duality gap is below this.",
+                                        show_default=f"{EG_TOL:g} for EG, else the trainer's"),
+    anneal: Optional[bool] = typer.Option(None, "--anneal/--no-anneal", help="EG: start at 10 C and decay to C "
+                                          "(much faster for small C).", show_default="on"),
+    order: Optional[Order] = typer.Option(None, "--order", help="EG, BCFW: example order, random (a fresh "
+                                          "permutation per pass), cyclic, or gap (draws in proportion to each "
+                                          "example's share of the duality gap).", show_default="random"),
     seed: SeedOption = None,
     max_seconds: MaxSecondsOption = None,
-    root: Optional[Root] = typer.Option(None, "--root", help="Tree space: one root child or any number "
-                                        "(default: the data set's, or 'single' if every training tree has one)."),
+    patience: Optional[int] = typer.Option(None, "--patience", callback=at_least_one, help="Stop when the dev "
+                                           "score has not improved for this many passes; the model is the best "
+                                           "dev pass's (as with --max-seconds and a dev set).",
+                                           show_default="no early stop"),
+    root: Optional[Root] = typer.Option(None, "--root", help="Tree space: one root child or any number.",
+                                        show_default="the data set's, or single if every training tree has one"),
     tree: Tree = typer.Option(Tree.projective, "--tree", help="Tree space: projective (Eisner), non-projective "
                               "(Chu-Liu-Edmonds, matrix-tree theorem), or auto: non-projective when more than 1% "
                               "of the training trees are."),
     pos: Optional[TagColumns] = typer.Option(None, "--pos", help="Tag columns the features read: both, upos "
-                                             "(CPOSTAG) or xpos (POSTAG) [default: both where both are filled]."),
+                                             "(CPOSTAG) or xpos (POSTAG).", show_default="both where both are filled"),
     labels: bool = typer.Option(True, "--labels/--no-labels", help="Train the arc labeler when the training data "
                                 "have DEPREL labels."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Skip training and dev sentences whose heads "
                                       "do not form a tree (and say how many) instead of stopping at the first."),
     features: FeatureMode = typer.Option(FeatureMode.alphabet, "--features", help="Feature ids: gold-arc alphabet or hashing."),
     hash_bits: int = typer.Option(22, "--hash-bits", help="With --features hash: 2^bits feature ids."),
+    fmt: TreeFormat = typer.Option(TreeFormat.auto, "--format", help=f"{FORMAT_HELP} of the training and dev files."),
+    dask: DaskOption = None,
+    workers: Optional[int] = typer.Option(None, "--workers", metavar="<int>", help="With --dask: shards of "
+                                          "the training sentences, one EG state each, trained by CoCoA+ rounds "
+                                          "(--passes counts rounds).",
+                                          show_default="the cluster's workers"),
     encoding: EncodingOption = "utf-8",
+    save_on_interrupt: SaveOnInterruptOption = False,
+    quiet: QuietOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Train a first-order dependency parser (and its arc labeler) and save it."""
     from egnlp.api import train_parser, train_parser_path
     from egnlp.training.path import parse_c_path
+    from egnlp.training.records import BestPass
+    from egnlp.training.registry import get_trainer, make_config
 
     try:
-        settings = trainer_settings(max_passes=passes, anneal=anneal, order=order, seed=seed, max_seconds=max_seconds)
+        model_file(out)
+        settings = trainer_settings(max_passes=passes, anneal=anneal, order=order.value if order else None,
+                                    seed=seed, max_seconds=max_seconds)
         if C_path is not None and C is not None:
             raise ValueError("give --C or --C-path, not both")
+        if C_path is not None and patience is not None:
+            raise ValueError("--patience stops one run; it does not go with --C-path")
+        if patience is not None and dev is None and data is None:
+            raise ValueError("--patience needs a dev set: give --dev, or --data with a dev split")
+        if C_path is not None and save_on_interrupt:
+            raise ValueError("--save-on-interrupt keeps the best pass of one run; it does not go with --C-path")
+        if dask is None and workers is not None:
+            raise ValueError("--workers goes with --dask")
+        if workers is not None and workers < 1:
+            raise ValueError(f"--workers must be at least 1, not {workers}")
+        if dask is not None and (C_path is not None or patience is not None or save_on_interrupt):
+            raise ValueError("--dask trains one run: it does not go with --C-path, --patience or --save-on-interrupt")
         Cs = parse_c_path(C_path) if C_path is not None else None
         # Check the settings against the trainer before reading any data.
-        spec = get_trainer(trainer)
-        make_config(spec, **settings, **trainer_settings(C=Cs[0] if Cs else C or DEFAULT_PARSER_C[spec.objective],
-                                                           tol=tol))
+        spec = get_trainer(trainer.value)
+        config = make_config(spec, **settings, **trainer_settings(C=Cs[0] if Cs else C or PARSER_C[spec.objective],
+                                                                  tol=tol))
         invalid: list[str] | None = [] if skip_invalid else None
-        train_sents, dev_sents, data_root = _training_data(data, train, dev, encoding, invalid)
+        train_sents, dev_sents, data_root = _training_data(data, train, dev, encoding, invalid, _format(fmt))
         if invalid:
-            typer.echo(f"skipped {len(invalid)} sentences whose heads do not form a tree (first: {invalid[0]})",
-                       err=True)
+            note(f"skipped {len(invalid)} sentences whose heads do not form a tree (first: {invalid[0]})", quiet)
         chosen_root = root.value if root is not None else data_root
         model_settings = dict(root=chosen_root, tree=tree.value, tags=pos.value if pos is not None else None,
                               labels=labels, feature_mode=features.value, hash_bits=hash_bits)
         start = time.perf_counter()
-        typer.echo(f"training on {len(train_sents)} sentences"
-                   + (f", dev {len(dev_sents)}" if dev_sents else ""), err=True)
+        note(f"training on {len(train_sents)} sentences" + (f", dev {len(dev_sents)}" if dev_sents else ""), quiet)
         if Cs is not None:
-            typer.echo(f"{'C':>10} {'eff.it':>8} {'total':>8} {'dev':>7}", err=True)
+            note(f"{'C':>10} {'eff.it':>8} {'total':>8} {'dev':>7}", quiet)
 
             def show_point(p) -> None:
-                note = "" if p.converged else "  (not converged)"
-                typer.echo(f"{p.C:10.4g} {p.eff_iters:8.2f} {p.total_eff_iters:8.2f} {p.dev_uas:7.2f}{note}", err=True)
+                note(f"{p.C:10.4g} {p.eff_iters:8.2f} {p.total_eff_iters:8.2f} {p.dev_uas:7.2f}"
+                     + ("" if p.converged else "  (not converged)"), quiet)
 
-            model, points = train_parser_path(train_sents, dev_sents, Cs, trainer=trainer, **model_settings,
+            model, points = train_parser_path(train_sents, dev_sents, Cs, trainer=trainer.value, **model_settings,
                                               tol=tol if tol is not None else 1e-3, on_point=show_point, **settings)
             result = next(p.result for p in points if p.C == model.info["config"]["C"])
-            typer.echo(f"best C on dev: {model.info['config']['C']:.4g}", err=True)
+            note(f"best C on dev: {model.info['config']['C']:.4g}", quiet)
         else:
             settings.update(trainer_settings(C=C, tol=tol))
-            label = f"trainer {trainer}" + (f", C={C:g}" if C is not None else "")
-            model, result = train_parser(train_sents, dev_sents, trainer=trainer, **model_settings,
-                                         callbacks=[progress_printer(label, has_dual=spec.has_dual)], **settings)
+            label = f"trainer {trainer.value}" + (f", C={C:g}" if C is not None else "")
+            progress = TrainingProgress(label, has_dual=spec.has_dual, max_passes=getattr(config, "max_passes", None),
+                                        quiet=quiet)
+            callbacks = [*([BestPass()] if save_on_interrupt else []), progress]  # kept before it is shown
+            with progress:
+                if dask is not None:
+                    from egnlp.distributed import dask_client, train_parser_dask
+
+                    with dask_client(dask, workers) as client:
+                        model, result = train_parser_dask(client, train_sents, dev_sents, workers=workers,
+                                                          trainer=trainer.value, **model_settings,
+                                                          callbacks=callbacks, data=data, **settings)
+                else:
+                    model, result = train_parser(train_sents, dev_sents, trainer=trainer.value, **model_settings,
+                                                 callbacks=callbacks, patience=patience, **settings)
         model.save(out)
+    except KeyboardInterrupt as stop:
+        interrupted(stop, out, save_on_interrupt)
     except USER_ERRORS as exc:
         fail(str(exc))
-    status = "converged" if result.converged else "stopped at the pass limit"
-    typer.echo(f"{status} after {result.final.eff_iters:.1f} effective iterations; {model.tree} trees, "
-               f"{'labeled' if model.labeler is not None else 'unlabeled'}; "
-               f"{time.perf_counter() - start:.1f} s in all; model written to {out}", err=True)
+    seconds = time.perf_counter() - start
+    if as_json:
+        print_json({"model": str(out), "trainer": trainer.value, "converged": result.converged, "tree": model.tree,
+                    "root": model.root, "labeled": model.labeler is not None, "train_sentences": len(train_sents),
+                    "dev_sentences": len(dev_sents or ()), "seconds": seconds, "final": result.final.as_dict(),
+                    **({"best_pass": model.info["best_pass"]} if "best_pass" in model.info else {})})
+    status = ("converged" if result.converged else "stopped early (--patience)" if model.info.get("early_stop")
+              else "stopped at the pass limit")
+    kept = f"; kept pass {model.info['best_pass']['passes']} (best dev score)" if "best_pass" in model.info else ""
+    note(f"{status} after {result.final.eff_iters:.1f} effective iterations{kept}; {model.tree} trees, "
+         f"{'labeled' if model.labeler is not None else 'unlabeled'}; "
+         f"{seconds:.1f} s in all; model written to {out}", quiet)
 
 
 @parser_app.command("parse")
 def parser_parse(
-    model: Path = typer.Argument(..., help="Model file written by 'egnlp parser train'."),
-    input: Path = typer.Argument(..., help="CoNLL-X or CoNLL-U file to parse (HEAD may be '_')."),
-    out: Path = typer.Option(..., "-o", "--out", help="CoNLL file to write with predicted heads."),
-    encoding: str = typer.Option("utf-8", "--encoding", help="Encoding of the input file."),
+    model: Path = typer.Argument(..., metavar="MODEL", help="Model file written by 'egnlp parser train'."),
+    input: str = typer.Argument("-", metavar="INPUT", help="CoNLL-U, CoNLL-X or Malt-TAB file to parse (HEAD may "
+                                "be '_'), or - for stdin."),
+    out: TextOut = "-",
+    fmt: TreeFormat = typer.Option(TreeFormat.auto, "--format", help=f"{FORMAT_HELP}."),
+    jobs: JobsOption = None,
+    dask: DaskOption = None,
+    encoding: EncodingOption = "utf-8",
+    quiet: QuietOption = False,
 ) -> None:
-    """Parse a CoNLL file: predicted HEAD and (with a labeled model) DEPREL; DEPS cleared, empty nodes dropped."""
+    """Parse a corpus file: predicted HEAD and (with a labeled model) DEPREL; DEPS cleared, empty nodes dropped.
+
+    The output has the input's columns (CoNLL-X for Malt-TAB input).
+    """
+    from egnlp.corpora import format_conll
+    from egnlp.inputs import read_sentences
+    from egnlp.parser.model import Parser
+
     try:
-        parser = Parser.load(model)
-        sentences = read_conll(input, encoding=encoding, require_heads=False)
+        parser = Parser.load(model_file(model, "MODEL"))
+        _, sentences = read_sentences(input, _format(fmt), command="egnlp parser parse", encoding=encoding,
+                                      require_heads=False)
         start = time.perf_counter()
-        parsed = parser.parse(sentences)
+        if dask is not None:
+            from egnlp.distributed import dask_client, parse_on_cluster
+
+            with dask_client(dask, jobs) as client:
+                start = time.perf_counter()  # the time to decode, not to start a cluster
+                parsed = parse_on_cluster(client, parser, sentences)
+        else:
+            parsed = parser.parse_corpus(sentences, jobs=jobs)
         seconds = time.perf_counter() - start
-        write_conll(out, parsed)
+        write_output(format_conll(parsed), out)
     except USER_ERRORS as exc:
         fail(str(exc))
-    typer.echo(f"parsed {len(parsed)} sentences in {seconds:.2f} s "
-               f"({len(parsed) / max(seconds, 1e-9):.0f} sentences/s); wrote {out}", err=True)
+    note(f"parsed {len(parsed)} sentences in {seconds:.2f} s ({len(parsed) / max(seconds, 1e-9):.0f} sentences/s); "
+         f"wrote {output_name(out)}", quiet)
 
 
 def _print_scores(scores: dict, as_json: bool) -> None:
     if as_json:
-        typer.echo(json.dumps(scores))
+        print_json(scores)
         return
 
     def pct(v):
@@ -239,33 +322,71 @@ def _print_scores(scores: dict, as_json: bool) -> None:
 
 @parser_app.command("evaluate")
 def parser_evaluate(
-    gold: Path = typer.Argument(..., help="Gold CoNLL file."),
-    pred: Path = typer.Argument(..., help="Predicted CoNLL file (same tokens)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    gold: str = typer.Argument(..., metavar="GOLD", help="Gold corpus file (CoNLL-U, CoNLL-X or Malt-TAB), or - "
+                               "for stdin."),
+    pred: str = typer.Argument(..., metavar="PRED", help="Predicted corpus file (same tokens), or - for stdin."),
+    as_json: JsonOption = False,
+    fmt: TreeFormat = typer.Option(TreeFormat.auto, "--format", help=f"{FORMAT_HELP} of both files."),
     encoding: str = typer.Option("utf-8", "--encoding", help="Encoding of both files."),
 ) -> None:
     """Attachment scores (UAS, LAS; with and without punctuation)."""
+    from egnlp.inputs import read_sentences
+    from egnlp.parser.evaluate import attachment_scores
+
     try:
-        scores = attachment_scores(read_conll(gold, encoding=encoding), read_conll(pred, encoding=encoding))
+        if gold == pred == "-":
+            raise ValueError("only one of GOLD and PRED can be stdin ('-')")
+        gold_sents, pred_sents = (read_sentences(path, _format(fmt), command="egnlp parser evaluate",
+                                                 encoding=encoding)[1] for path in (gold, pred))
+        scores = attachment_scores(gold_sents, pred_sents)
     except USER_ERRORS as exc:
         fail(str(exc))
     _print_scores(scores, as_json)
 
 
+@parser_app.command("show")
+def parser_show(
+    file: Path = typer.Argument(..., help="CoNLL file to draw ('-': stdin; the gold trees when PRED is given)."),
+    pred: Optional[Path] = typer.Argument(None, help="Predicted CoNLL file of the same sentences: drawn below "
+                                          "FILE, arcs whose head or label differ from FILE's in red."),
+    gold: Optional[Path] = typer.Option(None, "--gold", help="Gold CoNLL file; FILE is then the prediction."),
+    sentence: int = typer.Option(1, "--sentence", "-n", help="Number of the sentence to draw, from 1."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="SVG file to write [default: stdout]."),
+    encoding: str = typer.Option("utf-8", "--encoding", help="Encoding of the CoNLL files."),
+) -> None:
+    """Draw one sentence as an SVG picture: arcs over the words with their labels; given gold and predicted
+    trees, gold above and the prediction below with its wrong arcs in red."""
+    from egnlp.show import show_command
+
+    try:
+        svg, note = show_command(file, pred, gold=gold, sentence=sentence, out=out, encoding=encoding)
+    except USER_ERRORS as exc:
+        fail(str(exc))
+    if svg is not None:
+        typer.echo(svg, nl=False)
+    typer.echo(note, err=True)
+
+
 @app.command("demo")
-def demo(data: str = typer.Option("wsj", "--data", help="Dependency data set for the parser."),
-         tagger_data: str = typer.Option("ptb-pos", "--tagger-data", help="POS data set for the tagger."),
+def demo(data: str = typer.Option("wsj", "--data", help="Dependency data set for the parser.",
+                                  autocompletion=dataset_names),
+         tagger_data: str = typer.Option("ptb-pos", "--tagger-data", help="POS data set for the tagger.",
+                                         autocompletion=dataset_names),
          out: Path = typer.Option(Path("runs"), "--out", help="Folder for the two models."),
-         limit: Optional[int] = typer.Option(None, "--limit", help="Train on the first N sentences only (a quick check)."),
-         passes: Optional[int] = typer.Option(None, "--passes", help="Pass limit of both trainers.")) -> None:
+         limit: Optional[int] = typer.Option(None, "--limit", help="Train on the first N sentences only (a quick "
+                                             "check).", show_default="all"),
+         passes: Optional[int] = typer.Option(None, "--passes", help="Pass limit of both trainers.",
+                                              show_default="the trainers'")) -> None:
     """Train a parser and a POS tagger with the defaults, tag and parse the test split, print the scores.
 
     When the tagger's test sentences are the parser's (wsj and ptb-pos), the
     parser also runs on the predicted tags.
     """
     from egnlp.api import train_parser
-    from egnlp.tagging import label_columns, train_crf_tagger
+    from egnlp.corpora import CorpusError, dataset_root, dataset_task, is_dataset, load_sentences
+    from egnlp.parser.evaluate import attachment_scores
     from egnlp.tagger.evaluate import tag_scores
+    from egnlp.tagging import label_columns, train_crf_tagger
 
     try:
         for name, task in ((data, "parse"), (tagger_data, "pos")):
@@ -318,6 +439,7 @@ class Objective(str, Enum):
 def _bench_problem(data: str, limit: Optional[int], root: Optional[Root]):
     """The parsing problem of a data set's train split (or its first ``limit`` sentences) and a dev UAS scorer."""
     from egnlp.api import build_parsing_problem, uas_scorer
+    from egnlp.corpora import CorpusError, is_dataset
 
     if not is_dataset(data):
         raise CorpusError(f"unknown data set '{data}'; see 'egnlp data list'")
@@ -336,20 +458,26 @@ def _bench_problem(data: str, limit: Optional[int], root: Optional[Root]):
 @bench_app.command("optimizers")
 def bench_optimizers(
     out: Path = typer.Option(..., "--out", "-o", help="Folder for curves.csv, summary.json, summary.md, *.png."),
-    data: str = typer.Option("es", "--data", help="Named data set: train split to optimise, dev split to score."),
+    data: str = typer.Option("es", "--data", help="Named data set: train split to optimise, dev split to score.",
+                             autocompletion=dataset_names),
     objective: Objective = typer.Option(Objective.ll, "--objective", help="ll (log-linear) or mm (max-margin)."),
     C: float = typer.Option(10.0, "--C", help="Regularisation constant."),
     trainers: Optional[str] = typer.Option(None, "--trainers", help="Comma-separated runs; a suffix /cyclic, "
-                                           "/random or /gap sets the order [default: eg-ll,lbfgs,sgd,eg-ll-batch for ll; "
-                                           "eg-mm,cutting-plane,bcfw for mm]."),
-    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Time budget of each run."),
-    passes: Optional[int] = typer.Option(None, "--passes", help="Pass (iteration) limit of each run."),
+                                           "/random or /gap sets the order.",
+                                           show_default="eg-ll,lbfgs,sgd,eg-ll-batch for ll; eg-mm,cutting-plane,bcfw "
+                                                        "for mm"),
+    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Time budget of each run.",
+                                                show_default="no limit"),
+    passes: Optional[int] = typer.Option(None, "--passes", help="Pass (iteration) limit of each run.",
+                                         show_default="the trainers'"),
     seed: int = typer.Option(0, "--seed", help="Seed of the runs' random choices."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N training sentences."),
-    root: Optional[Root] = typer.Option(None, "--root", help="Tree space (default: the data set's)."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N training sentences.",
+                                        show_default="all"),
+    root: Optional[Root] = typer.Option(None, "--root", help="Tree space.", show_default="the data set's"),
 ) -> None:
     """Run several trainers on one objective and C; write curves, plots and a summary."""
     from egnlp.bench import DEFAULT_TRAINERS, compare_optimizers, run_spec, write_optimizer_report
+    from egnlp.training.registry import get_trainer
 
     try:
         specs = [t.strip() for t in trainers.split(",") if t.strip()] if trainers else list(DEFAULT_TRAINERS[objective.value])
@@ -359,7 +487,7 @@ def bench_optimizers(
                 raise ValueError(f"trainer '{name}' does not optimise the {objective.value} objective")
         problem, dev_score = _bench_problem(data, limit, root)
 
-        def progress(spec: str, r: PassRecord) -> None:
+        def progress(spec: str, r) -> None:
             gap = f"{r.rel_gap:9.2e}" if r.rel_gap is not None else " " * 9
             dev = f"{r.dev:6.2f}" if r.dev is not None else "     -"
             typer.echo(f"{spec:>16} {r.passes:4d} {r.eff_iters:8.2f} {r.seconds:8.1f} {r.primal:14.4f} {gap} {dev}",
@@ -378,21 +506,26 @@ def bench_optimizers(
 @bench_app.command("path")
 def bench_path(
     out: Path = typer.Option(..., "--out", "-o", help="Folder for path.csv, summary.json, summary.md, path.png."),
-    data: str = typer.Option("es", "--data", help="Named data set: train split to optimise, dev split to score."),
+    data: str = typer.Option("es", "--data", help="Named data set: train split to optimise, dev split to score.",
+                             autocompletion=dataset_names),
     objective: Objective = typer.Option(Objective.ll, "--objective", help="ll (eg-ll) or mm (eg-mm)."),
-    trainer: Optional[str] = typer.Option(None, "--trainer", help="Trainer [default: eg-ll or eg-mm]."),
+    trainer: Optional[TrainerName] = typer.Option(None, "--trainer", help="Trainer.",
+                                                  show_default="eg-ll for ll, eg-mm for mm"),
     C_path: str = typer.Option("1000:0.7:21", "--C-path", help="START:FACTOR:COUNT."),
     tol: float = typer.Option(1e-3, "--tol", help="Relative duality gap at which each C stops."),
-    passes: Optional[int] = typer.Option(None, "--passes", help="Pass limit for each C."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N training sentences."),
-    root: Optional[Root] = typer.Option(None, "--root", help="Tree space (default: the data set's)."),
+    passes: Optional[int] = typer.Option(None, "--passes", help="Pass limit for each C.",
+                                         show_default="the trainer's"),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N training sentences.",
+                                        show_default="all"),
+    root: Optional[Root] = typer.Option(None, "--root", help="Tree space.", show_default="the data set's"),
 ) -> None:
     """A warm-started path of C values (each from the last solution): the paper's Table 3."""
     from egnlp.bench import run_path, write_path_report
     from egnlp.training.path import parse_c_path
+    from egnlp.training.registry import get_trainer
 
     try:
-        name = trainer or ("eg-ll" if objective == Objective.ll else "eg-mm")
+        name = trainer.value if trainer else ("eg-ll" if objective == Objective.ll else "eg-mm")
         if get_trainer(name).objective != objective.value:
             raise ValueError(f"trainer '{name}' does not optimise the {objective.value} objective")
         Cs = parse_c_path(C_path)
@@ -413,23 +546,30 @@ def bench_path(
 @bench_app.command("rates")
 def bench_rates(
     out: Path = typer.Option(..., "--out", "-o", help="Folder for curves.csv, summary.json, summary.md, gap.png."),
-    data: str = typer.Option("es", "--data", help="Named data set (dependency trees or tags): its train split."),
+    data: str = typer.Option("es", "--data", help="Named data set (dependency trees or tags): its train split.",
+                             autocompletion=dataset_names),
     C: float = typer.Option(100.0, "--C", help="Regularisation constant, the same for every run."),
     trainers: Optional[str] = typer.Option(None, "--trainers", help="Comma-separated max-margin runs; suffixes "
                                            "/gap, /random, /cyclic (order), /fixed (no annealing), /paper "
-                                           "(egr's a-priori step) [default: egr, egr/paper, eg-mm-batch/fixed, eg-mm, "
-                                           "eg-mm/gap, bcfw, "
-                                           "bcfw/gap, cutting-plane]."),
-    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Time budget of each run."),
-    passes: Optional[int] = typer.Option(None, "--passes", help="Pass (iteration) limit of each run."),
+                                           "(egr's a-priori step).",
+                                           show_default="egr, egr/paper, eg-mm-batch/fixed, eg-mm, eg-mm/gap, bcfw, "
+                                                        "bcfw/gap, cutting-plane"),
+    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Time budget of each run.",
+                                                show_default="no limit"),
+    passes: Optional[int] = typer.Option(None, "--passes", help="Pass (iteration) limit of each run.",
+                                         show_default="the trainers'"),
     seed: int = typer.Option(0, "--seed", help="Seed of the runs' random choices."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N training sentences."),
-    root: Optional[Root] = typer.Option(None, "--root", help="Tree space of a parsing set (default: the data set's)."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N training sentences.",
+                                        show_default="all"),
+    root: Optional[Root] = typer.Option(None, "--root", help="Tree space of a parsing set.",
+                                        show_default="the data set's"),
 ) -> None:
     """Duality gap against iterations on the max-margin objective: iterations and seconds to relative
     gaps 1e-1 to 1e-4 and the slope of log(gap) against log(iterations) over the last decade
     (Zhang et al. 2011: about -2 for egr, -1 for batch EG)."""
     from egnlp.bench import RATE_TRAINERS, compare_optimizers, run_spec, tagging_problem, write_rate_report
+    from egnlp.corpora import CorpusError, dataset_task, is_dataset
+    from egnlp.training.registry import get_trainer
 
     try:
         specs = [t.strip() for t in trainers.split(",") if t.strip()] if trainers else list(RATE_TRAINERS)
@@ -448,7 +588,7 @@ def bench_rates(
             typer.echo(f"{data}: {problem.features.n_examples} training sentences, "
                        f"{problem.features.n_features} features", err=True)
 
-        def progress(spec: str, r: PassRecord) -> None:
+        def progress(spec: str, r) -> None:
             gap = f"{r.rel_gap:9.2e}" if r.rel_gap is not None else " " * 9
             typer.echo(f"{spec:>16} {r.passes:5d} {r.eff_iters:8.2f} {r.seconds:8.1f} {r.primal:14.4f} {gap}", err=True)
 
@@ -461,30 +601,37 @@ def bench_rates(
     typer.echo((out / "summary.md").read_text(encoding="utf-8"))
 
 
-model_app = typer.Typer(help="Inspect model files.", no_args_is_help=True)
+model_app = new_app("Inspect model files.")
 app.add_typer(model_app, name="model")
 
 
 @model_app.command("info")
 def model_info_command(
-    model: Path = typer.Argument(..., help="Model file (.npz) written by 'egnlp parser train' or 'egnlp tagger train'."),
+    model: Path = typer.Argument(..., metavar="MODEL", help="Model file (.npz) written by 'egnlp parser train' or "
+                                 "'egnlp tagger train'."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:
     """Print what a model file holds.
 
     Kind, format version, tree space and labels or tag set, features, training data, settings, final primal/dual/gap.
     """
+    import json
+
     from egnlp.model_info import format_info, model_info
 
     try:
-        info = model_info(model)
+        info = model_info(model_file(model, "MODEL"))
     except USER_ERRORS as exc:
         fail(str(exc))
     typer.echo(json.dumps(info, indent=2) if as_json else format_info(info), nl=as_json)
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except KeyboardInterrupt:  # Ctrl-C outside a command (the commands end it themselves): one line, no traceback
+        typer.echo("interrupted", err=True)
+        sys.exit(130)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,13 @@
-"""What the commands read: training and dev sentences from a data set or files, and text from a file or stdin.
+"""What the commands read: corpus files in a format given or detected, stdin for ``-``, and training sets.
+
+Every input file of a command may be ``-``, stdin (named ``<stdin>`` in
+messages). Its format is told from its content
+(:func:`egnlp.corpora.formats.detect_format`) unless ``--format`` says it;
+a command names the formats it reads, and a file in another one is a
+one-line error naming the file.
 
 Both the parser's and the tagger's ``train`` commands take either ``--data
-NAME`` (a named data set, which brings its own dev split, or a CoNLL file)
+NAME`` (a named data set, which brings its own dev split, or a corpus file)
 or ``--train FILE [--dev FILE]``; :func:`training_sets` resolves the two
 forms the same way for both.
 """
@@ -12,10 +18,15 @@ import os
 import sys
 from dataclasses import dataclass
 
-from egnlp.corpora import CorpusError, Sentence, dataset_task, is_dataset, load_sentences, read_conll
+from egnlp.corpora import CorpusError, Sentence, dataset_task, is_dataset, load_sentences
 from egnlp.corpora.files import decode, read_bytes
+from egnlp.corpora.formats import CONLL2000, CONLLU, CONLLX, FORMAT_NAMES, MALT, TEXT, check_format, \
+    detect_format, parse_corpus
 
 STDIN = "-"
+STDIN_NAME = "<stdin>"
+TREE_FORMATS = (CONLLU, CONLLX, MALT)  # what commands reading dependency trees (or tokens to parse) take
+TAGGED_FORMATS = (*TREE_FORMATS, CONLL2000)  # what commands reading tagged sentences take
 
 
 @dataclass(frozen=True)
@@ -28,22 +39,75 @@ class TrainingSets:
     dataset: str | None
 
 
+def read_text(source: str, encoding: str = "utf-8") -> tuple[str, str]:
+    """(text, name for messages) of a file, or of stdin when ``source`` is ``-``."""
+    if source == STDIN:
+        raw = getattr(sys.stdin, "buffer", None)
+        if raw is None:
+            return sys.stdin.read(), STDIN_NAME
+        return decode(raw.read(), STDIN_NAME, encoding), STDIN_NAME
+    return decode(read_bytes(source), source, encoding), source
+
+
+def input_format(text: str, name: str, fmt: str | None, accept: tuple[str, ...], command: str) -> str:
+    """The format to read ``text`` in: ``fmt`` (``conll``: the CoNLL dialect of the content) checked
+    against the content, or the detected one when ``fmt`` is None.
+
+    Raises:
+        CorpusError: the content does not fit ``fmt``, or is in a format ``command`` does not read
+            (blank text: no sentences).
+    """
+    chosen = detect_format(text, name) if fmt is None else check_format(text, name, fmt)
+    if chosen in accept:
+        return chosen
+    if not text.strip():
+        raise CorpusError(f"{name}: no sentences found")
+    names = [FORMAT_NAMES[f] for f in accept]
+    listed = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
+    advice = " (raw text goes to 'egnlp parse-text' or 'egnlp tagger tag')" if chosen == TEXT else ""
+    raise CorpusError(f"{name}: the content is {FORMAT_NAMES[chosen]}; {command} reads {listed}{advice}")
+
+
+def read_sentences(source: str, fmt: str | None = None, *, accept: tuple[str, ...] = TREE_FORMATS,
+                   command: str = "egnlp", encoding: str = "utf-8", require_heads: bool = True,
+                   invalid: list[str] | None = None) -> tuple[str, list[Sentence]]:
+    """(format, sentences) of a corpus file or stdin (``-``) in a format of ``accept``.
+
+    Args:
+        fmt: the format asked for (``--format``), or None to tell it from the content.
+        accept: the formats the command reads.
+        command: the command, to name in messages.
+        require_heads, invalid: as for :func:`egnlp.corpora.read_conll`.
+
+    Raises:
+        CorpusError: the file cannot be read or decoded, does not fit ``fmt``, is in a format outside
+            ``accept``, or does not parse.
+    """
+    text, name = read_text(source, encoding)
+    chosen = input_format(text, name, fmt, accept, command)
+    return parse_corpus(text, name, chosen, require_heads=require_heads, invalid=invalid)
+
+
 def training_sets(data: str | None, train: str | os.PathLike[str] | None, dev: str | os.PathLike[str] | None, *,
-                  trees: bool, encoding: str = "utf-8", invalid: list[str] | None = None) -> TrainingSets:
-    """The sentences of ``--data NAME`` (a data set's train and dev splits, or a CoNLL file) or of
-    ``--train FILE`` and ``--dev FILE``.
+                  trees: bool, encoding: str = "utf-8", invalid: list[str] | None = None,
+                  fmt: str | None = None) -> TrainingSets:
+    """The sentences of ``--data NAME`` (a data set's train and dev splits, or a corpus file) or of
+    ``--train FILE`` and ``--dev FILE`` (either may be ``-``, stdin).
 
     Args:
         trees: whether the command trains on dependency trees (a parser: file
-            sentences need heads, a data set must be a treebank) or on tags
-            (a tagger: any data set; files need no heads).
+            sentences need heads, a data set must be a treebank, files are
+            CoNLL or Malt-TAB) or on tags (a tagger: any data set; files need
+            no heads and may also be CoNLL-2000).
         invalid: when a list is given, file sentences whose heads do not form a
             tree are skipped and their messages appended (see
             :func:`~egnlp.corpora.read_conll`).
+        fmt: the files' format (None: told from each file's content).
 
     Raises:
         CorpusError: both or neither of ``data`` and ``train``; ``dev`` with a
-            data set; a tagging data set for a parser; any error reading the files.
+            data set; a tagging data set for a parser; stdin for both files;
+            any error reading the files.
     """
     if (data is None) == (train is None):
         raise CorpusError("give either --data NAME or --train FILE")
@@ -55,18 +119,15 @@ def training_sets(data: str | None, train: str | os.PathLike[str] | None, dev: s
                               "see 'egnlp data list'")
         return TrainingSets(load_sentences(data, "train"), load_sentences(data, "dev"), data)
     if data is not None:
-        if not os.path.isfile(data):
+        if data != STDIN and not os.path.isfile(data):
             load_sentences(data)  # raises: neither a data set nor a file (the message lists the data sets)
         train = data
-    read = dict(encoding=encoding, require_heads=trees, invalid=invalid)
-    return TrainingSets(read_conll(train, **read), read_conll(dev, **read) if dev is not None else None, None)
-
-
-def read_text(source: str, encoding: str = "utf-8") -> tuple[str, str]:
-    """(text, name for messages) of a file, or of stdin when ``source`` is ``-``."""
-    if source == STDIN:
-        raw = getattr(sys.stdin, "buffer", None)
-        if raw is None:
-            return sys.stdin.read(), "<stdin>"
-        return decode(raw.read(), "<stdin>", encoding), "<stdin>"
-    return decode(read_bytes(source), source, encoding), source
+    train, dev = (os.fspath(path) if path is not None else None for path in (train, dev))
+    if train == STDIN and dev == STDIN:
+        raise CorpusError("only one of the training and dev files can be stdin ('-')")
+    command = f"egnlp {'parser' if trees else 'tagger'} train"
+    read = dict(accept=TREE_FORMATS if trees else TAGGED_FORMATS, command=command, encoding=encoding,
+                require_heads=trees, invalid=invalid)
+    _, train_sentences = read_sentences(train, fmt, **read)
+    dev_sentences = read_sentences(dev, fmt, **read)[1] if dev is not None else None
+    return TrainingSets(train_sentences, dev_sentences, None)

@@ -125,7 +125,7 @@ def tag_text(text: str, taggers: "Tagger | Sequence[Tagger]", *, comments: bool 
     return _tagged(text, by_column, comments, language)[0]
 
 
-def _tagged(text: str, by_column: dict[str, Tagger], comments: bool, language: str):
+def _tagged(text: str, by_column: dict[str, Tagger], comments: bool, language: str, jobs: int | None = 1):
     """(tagged Sentences with original forms, the same with the forms the models see)."""
     vocabularies = {column: (set(t.vocabulary) if t.vocabulary is not None else None)
                     for column, t in by_column.items()}
@@ -135,7 +135,7 @@ def _tagged(text: str, by_column: dict[str, Tagger], comments: bool, language: s
     model_forms = None
     for column, tagger in by_column.items():
         forms = [_feature_forms(s, vocabularies[column]) for s in pieces]
-        tags[column] = tagger.predict(forms)
+        tags[column] = tagger.predict(forms, jobs=jobs)
         if model_forms is None or column == "pos":
             model_forms = forms  # the parser sees the forms of its fine-tag tagger
     shown, seen = [], []
@@ -160,7 +160,7 @@ def _with_forms(sentence: Sentence, forms: Sequence[str]) -> Sentence:
 
 
 def parse_text(text: str, taggers: "Tagger | Sequence[Tagger]", parser: Parser, *, comments: bool = True,
-               language: str = "english") -> list[Sentence]:
+               language: str = "english", jobs: int | None = 1) -> list[Sentence]:
     """Dependency trees of raw ``text``: split, tokenise, tag, parse.
 
     ``taggers`` is one POS tagger or a sequence of them, one for each tag
@@ -169,7 +169,9 @@ def parse_text(text: str, taggers: "Tagger | Sequence[Tagger]", parser: Parser, 
     ``portuguese`` or ``pt``). Returns one CoNLL-U Sentence per sentence
     with the predicted tags, heads and labels, with ``# sent_id`` / ``#
     text`` comments unless ``comments`` is False (see the module
-    docstring). Text without tokens gives [].
+    docstring). Text without tokens gives []. ``jobs`` processes (None:
+    every core) tag and parse blocks of sentences; the result is the same
+    for any number.
 
     Raises:
         ValueError: a tagger that is not a POS tagger (a chunker, say); a tag
@@ -192,10 +194,10 @@ def parse_text(text: str, taggers: "Tagger | Sequence[Tagger]", parser: Parser, 
         if column not in needed:
             raise ValueError(f"the parser reads {reads} tags only ({setting}); a tagger that predicts "
                              f"{COLUMN_NAMES[column]} is not used: leave it out")
-    shown, seen = _tagged(text, by_column, comments, language)
+    shown, seen = _tagged(text, by_column, comments, language, jobs)
     if not shown:
         return []
-    parsed = parser.parse(seen)
+    parsed = parser.parse_corpus(seen, jobs=jobs)
     return [_with_forms(tree, original.forms) for tree, original in zip(parsed, shown)]
 
 

@@ -2,63 +2,64 @@
 
 The main command line (:mod:`egnlp.cli`) mounts :data:`tagger_app` as
 ``egnlp tagger`` and registers :func:`parse_text_command` as
-``egnlp parse-text``.  The conventions are those of :mod:`egnlp.cli`: errors
-in the user's input end a command with one ``error: ...`` line on stderr and
-exit status 1; progress and timing go to stderr, results to stdout (or to the
-``-o`` file, written to a temporary file and renamed).
+``egnlp parse-text``.  The conventions are those of :mod:`egnlp.console`:
+errors in the user's input end a command with one ``error: ...`` line on
+stderr and exit status 1; progress and timing go to stderr, results to stdout
+(or to the ``-o`` file, written to a temporary file and renamed); ``-`` is
+stdin or stdout; input formats are told from the content unless ``--format``
+says them.
 
-This module does not import :mod:`egnlp.cli` (which imports it).
+This module does not import :mod:`egnlp.cli` (which imports it), and imports
+the models, trainers and NLTK only inside the commands.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
+from enum import Enum
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from egnlp.corpora import CorpusError, dataset_task, format_conll, parse_conll, read_conll
-from egnlp.console import (USER_ERRORS, DataOption, DevOption, EncodingOption, MaxSecondsOption, ModelOut,
-                           SeedOption, TrainOption, fail, progress_printer, report_rate, write_output)
-from egnlp.inputs import STDIN, read_text, training_sets
-from egnlp.parser.model import Parser
-from egnlp.pipeline import parse_text, slash_text, text_sentences, to_conllu, tokens_sentence
-from egnlp.tagger.evaluate import choose_column, tag_scores
-from egnlp.tagger.model import Tagger
-from egnlp.tagger.text import language_name, vocabulary_abbreviations
-from egnlp.tagging import check_tags, tagged_columns
-from egnlp.training.registry import MAXENT, STRUCTURED, get_trainer, trainer_names
+from egnlp.console import (CRF_C, CRF_TRAINER, FORMAT_HELP, MAXENT_BEAM, MAXENT_PASSES, MAXENT_SIGMA2,
+                           MAXENT_TRAINER, USER_ERRORS, Column, DaskOption, DataOption, DevOption, EncodingOption, InputFormat,
+                           JobsOption, JsonOption, MaxSecondsOption, ModelKind, ModelOut, Order, OutputFormat,
+                           QuietOption, SaveOnInterruptOption, SeedOption, TaggedFormat, TaggerTrainerName, TextOut,
+                           TrainingProgress, TrainOption, fail, interrupted, model_file, new_app, note, print_json,
+                           report_rate, write_output)
 
 __all__ = ["parse_text_command", "tagger_app"]
 
-tagger_app = typer.Typer(help="Train, run and evaluate POS taggers and chunkers.", no_args_is_help=True)
+tagger_app = new_app("Train, run and evaluate POS taggers and chunkers.")
 
-MODEL_KINDS = ("crf", "maxent")
-PROBLEM = {"crf": STRUCTURED, "maxent": MAXENT}  # the kind of problem each model family trains
-DEFAULT_TRAINER = {"crf": "eg-ll", "maxent": "cd"}
-FORMATS = ("text", "conll")
+DEFAULT_TRAINER = {"crf": CRF_TRAINER, "maxent": MAXENT_TRAINER}
 # The names --column takes: a tagger's label columns (corpora.sentence.LABEL_COLUMNS), xpos for pos.
-COLUMN_CHOICES = ("xpos", "upos", "chunk", "pos")
 COLUMN_ALIASES = {"xpos": "pos"}
-# Options of 'tagger train' that set a trainer's config field, and those of one model family only.
-CONFIG_OPTIONS = {"C": "C", "passes": "max_passes", "tol": "tol", "max_seconds": "max_seconds", "seed": "seed"}
+# Options of 'tagger train' that set a trainer's config field (the trainer's config says whether it has
+# it), and those of one model family only.
+CONFIG_OPTIONS = {"C": "C", "passes": "max_passes", "tol": "tol", "max_seconds": "max_seconds", "seed": "seed",
+                  "order": "order", "anneal": "anneal"}
 MODEL_OPTIONS = {"C": "crf", "sigma2": "maxent", "beam": "maxent"}
 
 
-def _choice(value: str, allowed: tuple[str, ...], option: str) -> str:
-    if value not in allowed:
-        raise ValueError(f"{option} must be one of {', '.join(allowed)}, not '{value}'")
-    return value
+class TextFormat(str, Enum):
+    """What parse-text reads: raw text (auto refuses a corpus file, which 'parser parse' reads)."""
+
+    auto = "auto"
+    text = "text"
 
 
-def _column(value: Optional[str]) -> Optional[str]:
+def _format(fmt: Enum | None) -> str | None:
+    return None if fmt is None or fmt.value == "auto" else fmt.value
+
+
+def _column(value: Optional[Column]) -> Optional[str]:
     """The label column named by ``--column`` (``xpos`` is the tagger column ``pos``), or None."""
     if value is None:
         return None
-    return COLUMN_ALIASES.get(_choice(value, COLUMN_CHOICES, "--column"), value)
+    return COLUMN_ALIASES.get(value.value, value.value)
 
 
 # --- train ---------------------------------------------------------------------------------------
@@ -70,65 +71,101 @@ def tagger_train(
     data: DataOption = None,
     train: TrainOption = None,
     dev: DevOption = None,
-    model: str = typer.Option("crf", "--model", help="Model family: crf (linear-chain CRF) or maxent "
-                              "(left-to-right maximum-entropy tagger with a beam)."),
-    trainer: Optional[str] = typer.Option(None, "--trainer", help="CRF: a structured trainer of 'egnlp parser "
-                                          "train' (default eg-ll); maxent: cd (default), gis, scgis or lbfgs."),
+    model: ModelKind = typer.Option(ModelKind.crf, "--model", help="Model family: crf (linear-chain CRF) or maxent "
+                                    "(left-to-right maximum-entropy tagger with a beam)."),
+    trainer: Optional[TaggerTrainerName] = typer.Option(
+        None, "--trainer", help="CRF: a structured trainer of 'egnlp parser train'; maxent: cd, gis, scgis or lbfgs.",
+        show_default=f"{CRF_TRAINER} for crf, {MAXENT_TRAINER} for maxent"),
     C: Optional[float] = typer.Option(None, "--C", help="CRF: regularisation constant C of sum_i loss_i + "
-                                      "C/2 ||w||^2 (default 1)."),
-    sigma2: Optional[float] = typer.Option(None, "--sigma2", help="maxent: Gaussian prior variance (default 10)."),
-    passes: Optional[int] = typer.Option(None, "--passes", help="Pass limit (default: the trainer's)."),
-    tol: Optional[float] = typer.Option(None, "--tol", help="Convergence tolerance (default: the trainer's)."),
+                                      "C/2 ||w||^2.", show_default=f"{CRF_C:g}"),
+    sigma2: Optional[float] = typer.Option(None, "--sigma2", help="maxent: Gaussian prior variance.",
+                                           show_default=f"{MAXENT_SIGMA2:g}"),
+    passes: Optional[int] = typer.Option(None, "--passes", help="Pass limit.", show_default="the trainer's"),
+    tol: Optional[float] = typer.Option(None, "--tol", help="Convergence tolerance.", show_default="the trainer's"),
+    anneal: Optional[bool] = typer.Option(None, "--anneal/--no-anneal", help="EG trainers: start at 10 C and decay "
+                                          "to C.", show_default="on"),
+    order: Optional[Order] = typer.Option(None, "--order", help="EG and BCFW trainers: example order, random (a "
+                                          "fresh permutation per pass), cyclic, or gap (draws in proportion to each "
+                                          "example's share of the duality gap).", show_default="random"),
     max_seconds: MaxSecondsOption = None,
     seed: SeedOption = None,
-    beam: Optional[int] = typer.Option(None, "--beam", help="maxent: beam width of decoding (default 3)."),
-    column: Optional[str] = typer.Option(None, "--column", help="Label column: xpos (or pos: CoNLL-X POSTAG, "
-                                         "CoNLL-U XPOS), upos (CoNLL-X CPOSTAG, CoNLL-U UPOS) or chunk (default: "
-                                         "the data set's task; xpos for files). A chunker reads the POS column."),
+    beam: Optional[int] = typer.Option(None, "--beam", help="maxent: beam width of decoding.",
+                                       show_default=f"{MAXENT_BEAM}"),
+    column: Optional[Column] = typer.Option(None, "--column", help="Label column: xpos (or pos: CoNLL-X POSTAG, "
+                                            "CoNLL-U XPOS), upos (CoNLL-X CPOSTAG, CoNLL-U UPOS) or chunk. A chunker "
+                                            "reads the POS column.",
+                                            show_default="the data set's task; xpos for files"),
+    fmt: TaggedFormat = typer.Option(TaggedFormat.auto, "--format", help=f"{FORMAT_HELP}, conll2000 (word POS "
+                                     "chunk) of the training and dev files."),
     encoding: EncodingOption = "utf-8",
+    save_on_interrupt: SaveOnInterruptOption = False,
+    quiet: QuietOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Train a POS tagger or chunker (CRF or maxent) and save it."""
-    from egnlp.tagging import train_crf_tagger, train_maxent_tagger
+    from egnlp.corpora import dataset_task
+    from egnlp.inputs import training_sets
+    from egnlp.tagging import tagged_columns, train_crf_tagger, train_maxent_tagger
+    from egnlp.training.records import BestPass
+    from egnlp.training.registry import make_config
 
+    kind = model.value
     try:
-        _choice(model, MODEL_KINDS, "--model")
-        column = _column(column)
-        trainer = trainer or DEFAULT_TRAINER[model]
-        spec, settings = _trainer_settings(model, trainer, C=C, sigma2=sigma2, passes=passes, tol=tol,
-                                           max_seconds=max_seconds, seed=seed, beam=beam)
-        sets = training_sets(data, train, dev, trees=False, encoding=encoding)
+        model_file(out)
+        chosen_column = _column(column)
+        trainer_name = trainer.value if trainer is not None else DEFAULT_TRAINER[kind]
+        spec, settings = _trainer_settings(kind, trainer_name, C=C, sigma2=sigma2, passes=passes, tol=tol,
+                                           max_seconds=max_seconds, seed=seed, beam=beam,
+                                           order=order.value if order is not None else None, anneal=anneal)
+        config_fields = {f.name for f in dataclasses.fields(spec.config)}
+        limit = settings.get("max_passes")
+        if limit is None and "max_passes" in config_fields:
+            limit = MAXENT_PASSES if kind == "maxent" else make_config(spec, C=1.0).max_passes
+        sets = training_sets(data, train, dev, trees=False, encoding=encoding, fmt=_format(fmt))
         task = dataset_task(sets.dataset) if sets.dataset is not None else None
-        chosen = column or ("chunk" if task == "chunk" else "pos")
+        chosen = chosen_column or ("chunk" if task == "chunk" else "pos")
         tokens, labels, pos = tagged_columns(sets.train, chosen, "training")
         dev_set = tagged_columns(sets.dev, chosen, "dev") if sets.dev else None
         what = {"chunk": "chunker", "upos": "UPOS tagger"}.get(chosen, "POS tagger")
-        typer.echo(f"training a {model} {what} on {len(sets.train)} sentences"
-                   + (f", dev {len(sets.dev)}" if sets.dev else ""), err=True)
+        note(f"training a {kind} {what} on {len(sets.train)} sentences"
+             + (f", dev {len(sets.dev)}" if sets.dev else ""), quiet)
         start = time.perf_counter()
-        fit = train_crf_tagger if model == "crf" else train_maxent_tagger
-        tagger, result = fit(tokens, labels, pos, dev=dev_set, trainer=trainer, column=chosen,
-                             callbacks=[progress_printer(f"{model} trainer {trainer}", has_dual=spec.has_dual)],
-                             **settings)
+        fit = train_crf_tagger if kind == "crf" else train_maxent_tagger
+        progress = TrainingProgress(f"{kind} trainer {trainer_name}", has_dual=spec.has_dual, max_passes=limit,
+                                    quiet=quiet)
+        with progress:
+            tagger, result = fit(tokens, labels, pos, dev=dev_set, trainer=trainer_name, column=chosen,
+                                 callbacks=[*([BestPass()] if save_on_interrupt else []), progress], **settings)
         status = ("converged" if result.converged else "stopped before converging") \
             + f" after {result.final.passes} passes ({result.final.eff_iters:.1f} effective iterations)"
         seconds = time.perf_counter() - start
         tagger.info["train_seconds"] = seconds
         tagger.save(out)
+    except KeyboardInterrupt as stop:
+        interrupted(stop, out, save_on_interrupt)
     except USER_ERRORS as exc:
         fail(str(exc))
-    typer.echo(f"{status}; {len(tagger.labels)} labels, {len(tagger.vocabulary or ())} training word forms; "
-               f"{seconds:.1f} s; model written to {out}", err=True)
+    if as_json:
+        print_json({"model": str(out), "kind": kind, "trainer": trainer_name, "column": chosen,
+                    "converged": result.converged, "labels": len(tagger.labels),
+                    "train_sentences": len(sets.train), "dev_sentences": len(sets.dev or ()), "seconds": seconds,
+                    "final": result.final.as_dict()})
+    note(f"{status}; {len(tagger.labels)} labels, {len(tagger.vocabulary or ())} training word forms; "
+         f"{seconds:.1f} s; model written to {out}", quiet)
 
 
 def _trainer_settings(model: str, trainer: str, **given):
     """The trainer of ``model``'s family and the keyword arguments of its training function from the
     options the user gave (not None), checked against what that trainer and model family have."""
+    from egnlp.training.registry import MAXENT, STRUCTURED, get_trainer, trainer_names
+
+    problems = {"crf": STRUCTURED, "maxent": MAXENT}  # the kind of problem each model family trains
     given = {k: v for k, v in given.items() if v is not None}
-    problem = PROBLEM[model]
+    problem = problems[model]
     try:
         spec = get_trainer(trainer, problem)
     except ValueError:
-        family = next((m for m, p in PROBLEM.items() if p != problem and trainer in trainer_names(p)), None)
+        family = next((m for m, p in problems.items() if p != problem and trainer in trainer_names(p)), None)
         hint = f"'{trainer}' trains {family} taggers (--model {family}); " if family else ""
         raise ValueError(f"unknown trainer '{trainer}' for --model {model}: {hint}"
                          f"{model} trainers: {', '.join(trainer_names(problem))}") from None
@@ -153,47 +190,71 @@ def _trainer_settings(model: str, trainer: str, **given):
 @tagger_app.command("tag")
 def tagger_tag(
     model: Path = typer.Argument(..., metavar="MODEL", help="Model file written by 'egnlp tagger train'."),
-    input: str = typer.Argument(STDIN, metavar="INPUT", help="Input file, or - for stdin."),
-    fmt: str = typer.Option("text", "--format", help="Input format: text (raw text, split into sentences and "
-                            "tokenised) or conll (a CoNLL file, 10 or 11 columns, heads not needed)."),
-    to: Optional[str] = typer.Option(None, "--to", help="Output format: text (word/TAG, a sentence per line) or "
-                                     "conll (default: the input format)."),
-    out: Optional[Path] = typer.Option(None, "-o", "--out", help="File to write (default: stdout)."),
+    input: str = typer.Argument("-", metavar="INPUT", help="Input file, or - for stdin."),
+    fmt: InputFormat = typer.Option(InputFormat.auto, "--format", help=f"{FORMAT_HELP}, conll2000 (word POS chunk), "
+                                    "text (raw text, split into sentences and tokenised)."),
+    to: Optional[OutputFormat] = typer.Option(None, "--to", help="Output format: text (word/TAG, a sentence per "
+                                              "line), conll or conll2000.",
+                                              show_default="text for text input, conll2000 for CoNLL-2000 input, "
+                                                           "else conll"),
+    out: TextOut = "-",
     pos_tagger: Optional[Path] = typer.Option(None, "--pos-tagger", help="With a chunker: a POS tagger model "
                                               "that tags the input first (needed for text input)."),
-    encoding: str = typer.Option("utf-8", "--encoding", help="Encoding of the input."),
+    jobs: JobsOption = None,
+    dask: DaskOption = None,
+    encoding: EncodingOption = "utf-8",
+    quiet: QuietOption = False,
 ) -> None:
-    """Tag raw text or a CoNLL file with a POS tagger or chunker."""
+    """Tag raw text or a corpus file with a POS tagger or chunker."""
+    from egnlp.corpora import format_conll, parse_corpus
+    from egnlp.corpora.formats import CONLL2000, TEXT
+    from egnlp.corpora.tagging import format_conll2000
+    from egnlp.inputs import TAGGED_FORMATS, input_format, read_text
+    from egnlp.pipeline import slash_text, text_sentences, tokens_sentence
+    from egnlp.tagger.model import Tagger
+    from egnlp.tagger.text import vocabulary_abbreviations
+    from egnlp.tagging import check_tags
+
     try:
-        _choice(fmt, FORMATS, "--format")
-        to = _choice(to, FORMATS, "--to") if to is not None else fmt
-        tagger = Tagger.load(model)
-        pos_model = Tagger.load(pos_tagger) if pos_tagger is not None else None
+        tagger = Tagger.load(model_file(model, "MODEL"))
+        pos_model = Tagger.load(model_file(pos_tagger, "--pos-tagger")) if pos_tagger is not None else None
         if pos_model is not None:
             if not tagger.use_pos:
                 raise ValueError("--pos-tagger goes with a chunker; this model reads words only")
             if pos_model.column != "pos" or pos_model.use_pos:
                 raise ValueError(f"{pos_tagger}: not a POS tagger (it predicts the {pos_model.column} column)")
         text, name = read_text(input, encoding)
-        if fmt == "text":
-            abbreviations = vocabulary_abbreviations(tagger.vocabulary if pos_model is None else pos_model.vocabulary)
-            sentences = [tokens_sentence(tokens) for _, tokens in text_sentences(text, abbreviations=abbreviations)]
+        chosen = input_format(text, name, _format(fmt), (*TAGGED_FORMATS, TEXT), "egnlp tagger tag")
+        if chosen == TEXT:
             if tagger.use_pos and pos_model is None:
                 raise ValueError("this model is a chunker and reads POS tags: give --pos-tagger MODEL "
-                                 "to tag raw text, or tag a CoNLL file with a POS column")
+                                 "to tag raw text, or tag a corpus file with a POS column")
+            abbreviations = vocabulary_abbreviations(tagger.vocabulary if pos_model is None else pos_model.vocabulary)
+            sentences = [tokens_sentence(tokens) for _, tokens in text_sentences(text, abbreviations=abbreviations)]
         else:
-            sentences = parse_conll(text, name, require_heads=False)
+            _, sentences = parse_corpus(text, name, chosen, require_heads=False)
             if tagger.use_pos and pos_model is None:
                 check_tags(sentences, "pos", "a chunker reads the POS column (or give --pos-tagger MODEL)")
+        target = to.value if to is not None else (
+            "text" if chosen == TEXT else "conll2000" if chosen == CONLL2000 else "conll")
         start = time.perf_counter()
-        if pos_model is not None:
-            sentences = pos_model.tag_corpus(sentences)
-        tagged = tagger.tag_corpus(sentences)
+        if dask is not None:
+            from egnlp.distributed import dask_client, tag_on_cluster
+
+            with dask_client(dask, jobs) as client:
+                start = time.perf_counter()  # the time to decode, not to start a cluster
+                tagged = tag_on_cluster(client, tagger, sentences, pos_model)
+        else:
+            if pos_model is not None:
+                sentences = pos_model.tag_corpus(sentences, jobs=jobs)
+            tagged = tagger.tag_corpus(sentences, jobs=jobs)
         seconds = time.perf_counter() - start
-        write_output(format_conll(tagged) if to == "conll" else slash_text(tagged, tagger.column), out)
+        writers = {"conll": format_conll, "conll2000": format_conll2000,
+                   "text": lambda s: slash_text(s, tagger.column)}
+        write_output(writers[target](tagged), out)
     except USER_ERRORS as exc:
         fail(str(exc))
-    report_rate("tagged", tagged, seconds, out)
+    report_rate("tagged", tagged, seconds, out, quiet)
 
 
 # --- evaluate ------------------------------------------------------------------------------------
@@ -205,27 +266,38 @@ def _pct(value: Optional[float]) -> str:
 
 @tagger_app.command("evaluate")
 def tagger_evaluate(
-    gold: Path = typer.Argument(..., metavar="GOLD", help="Gold CoNLL file."),
-    pred: Path = typer.Argument(..., metavar="PRED", help="Predicted CoNLL file (same sentences and tokens)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    gold: str = typer.Argument(..., metavar="GOLD", help="Gold corpus file, or - for stdin."),
+    pred: str = typer.Argument(..., metavar="PRED", help="Predicted corpus file (same sentences and tokens), or - "
+                               "for stdin."),
+    as_json: JsonOption = False,
     model: Optional[Path] = typer.Option(None, "--model", help="The tagger that made the prediction: its "
                                          "training vocabulary gives unknown-word accuracy, its column the column."),
-    column: Optional[str] = typer.Option(None, "--column", help="xpos (or pos), upos or chunk (default: the "
-                                         "model's column; without --model chunk when both files have chunk tags, "
-                                         "else xpos)."),
+    column: Optional[Column] = typer.Option(None, "--column", help="xpos (or pos), upos or chunk.",
+                                            show_default="the model's column; without --model chunk when both "
+                                                         "files have chunk tags, else xpos"),
+    fmt: TaggedFormat = typer.Option(TaggedFormat.auto, "--format", help=f"{FORMAT_HELP}, conll2000 (word POS "
+                                     "chunk) of both files."),
     encoding: str = typer.Option("utf-8", "--encoding", help="Encoding of both files."),
 ) -> None:
     """Token accuracy, unknown-word accuracy and (IOB tags) conlleval chunk precision/recall/F1."""
+    from egnlp.corpora import CorpusError
+    from egnlp.inputs import TAGGED_FORMATS, read_sentences
+    from egnlp.tagger.evaluate import choose_column, tag_scores
+    from egnlp.tagger.model import Tagger
+
     try:
-        column = _column(column)
+        chosen = _column(column)
         vocabulary = None
         tagger = None
         if model is not None:
-            tagger = Tagger.load(model)
+            tagger = Tagger.load(model_file(model, "--model"))
             vocabulary = tagger.vocabulary
-        gold_sents = read_conll(gold, encoding=encoding, require_heads=False)
-        pred_sents = read_conll(pred, encoding=encoding, require_heads=False)
-        chosen = column or (tagger.column if tagger is not None else None)
+        if gold == pred == "-":
+            raise ValueError("only one of GOLD and PRED can be stdin ('-')")
+        gold_sents, pred_sents = (read_sentences(path, _format(fmt), accept=TAGGED_FORMATS,
+                                                 command="egnlp tagger evaluate", encoding=encoding,
+                                                 require_heads=False)[1] for path in (gold, pred))
+        chosen = chosen or (tagger.column if tagger is not None else None)
         if chosen is None:
             if len(gold_sents) != len(pred_sents):
                 raise CorpusError(f"{gold} has {len(gold_sents)} sentences, {pred} has {len(pred_sents)}")
@@ -236,7 +308,7 @@ def tagger_evaluate(
     if model is not None and vocabulary is None:
         typer.echo(f"note: {model} records no training vocabulary; no unknown-word accuracy", err=True)
     if as_json:
-        typer.echo(json.dumps(scores))
+        print_json(scores)
         return
     typer.echo(f"column {scores['column']}: {scores['tokens']} tokens in {scores['sentences']} sentences")
     typer.echo(f"accuracy {_pct(scores['accuracy'])}")
@@ -261,15 +333,20 @@ def parse_text_command(
     tagger_model: Path = typer.Argument(..., metavar="TAGGER", help="POS tagger model (egnlp tagger train); it "
                                         "fills the tag column its model records (UPOS or XPOS)."),
     parser_model: Path = typer.Argument(..., metavar="PARSER", help="Parser model (egnlp parser train)."),
-    input: str = typer.Argument(STDIN, metavar="INPUT", help="Raw text file, or - for stdin."),
-    out: Optional[Path] = typer.Option(None, "-o", "--out", help="CoNLL-U file to write (default: stdout)."),
+    input: str = typer.Argument("-", metavar="INPUT", help="Raw text file, or - for stdin."),
+    out: TextOut = "-",
     more_taggers: Optional[list[Path]] = typer.Option(None, "--tagger", metavar="MODEL", help="Another POS "
                                                       "tagger model, for a parser that reads both UPOS and XPOS "
                                                       "(one tagger per column)."),
     language: str = typer.Option("english", "--language", "-l", help="Language of the text, for Punkt's "
                                  "sentence splitting and tokenisation: a Punkt language name or its code "
                                  "(english/en, portuguese/pt, dutch/nl, spanish/es, ...)."),
-    encoding: str = typer.Option("utf-8", "--encoding", help="Encoding of the input."),
+    fmt: TextFormat = typer.Option(TextFormat.auto, "--format", help="auto: raw text, and a corpus file (CoNLL, "
+                                   "Malt-TAB, CoNLL-2000) is an error ('egnlp parser parse' reads those); text: "
+                                   "read any input as raw text."),
+    jobs: JobsOption = None,
+    encoding: EncodingOption = "utf-8",
+    quiet: QuietOption = False,
 ) -> None:
     """Raw text to dependency trees: split, tokenise, tag, parse; CoNLL-U out.
 
@@ -277,15 +354,27 @@ def parse_text_command(
     XPOS or both); FORM and '# text' keep the text's characters, MISC marks
     SpaceAfter=No.
     """
+    from egnlp.corpora.formats import FORMAT_NAMES, TEXT, detect_format
+    from egnlp.corpora.errors import CorpusError
+    from egnlp.inputs import read_text
+    from egnlp.parser.model import Parser
+    from egnlp.pipeline import parse_text, to_conllu
+    from egnlp.tagger.model import Tagger
+    from egnlp.tagger.text import language_name
+
     try:
         language_name(language)
-        taggers = [Tagger.load(path) for path in (tagger_model, *(more_taggers or ()))]
-        parser = Parser.load(parser_model)
-        text, _ = read_text(input, encoding)
+        taggers = [Tagger.load(model_file(path, "TAGGER")) for path in (tagger_model, *(more_taggers or ()))]
+        parser = Parser.load(model_file(parser_model, "PARSER"))
+        text, name = read_text(input, encoding)
+        detected = detect_format(text, name) if fmt == TextFormat.auto else TEXT
+        if detected != TEXT:
+            raise CorpusError(f"{name}: the content is {FORMAT_NAMES[detected]}, not raw text; parse a corpus file "
+                              "with 'egnlp parser parse' (or give --format text)")
         start = time.perf_counter()
-        trees = parse_text(text, taggers, parser, language=language)
+        trees = parse_text(text, taggers, parser, language=language, jobs=jobs)
         seconds = time.perf_counter() - start
         write_output(to_conllu(trees), out)
     except USER_ERRORS as exc:
         fail(str(exc))
-    report_rate("parsed", trees, seconds, out)
+    report_rate("parsed", trees, seconds, out, quiet)

@@ -34,7 +34,7 @@ from egnlp.tagger.maxent import MaxentModel, training_events
 from egnlp.tagger.model import Tagger
 from egnlp.tagger.problem import TaggingProblem
 from egnlp.training.maxent_problem import MaxentProblem
-from egnlp.training.records import Callback, TrainResult
+from egnlp.training.records import Callback, TrainingInterrupted, TrainResult, fit_or_best
 from egnlp.training.registry import MAXENT, Trainer, get_trainer, make_config
 
 # Regularisation constant of the CRF tagger when none is given (the primal is
@@ -170,7 +170,10 @@ def train_crf_tagger(train_sentences_tokens: Sequence[Sequence[str]], labels: Se
     ``state`` warm-starts the trainer.  Empty sentences are left out of
     training (they carry no information).  ``data`` names the training data
     in the model's ``info`` (with the trainer, its config and the data's
-    size; ``egnlp model info`` prints them).
+    size; ``egnlp model info`` prints them).  With a
+    :class:`~egnlp.training.records.BestPass` among the ``callbacks``, Ctrl-C
+    raises :class:`~egnlp.training.records.TrainingInterrupted` carrying the
+    tagger of the best pass so far (both tagger trainers).
     """
     if dev is not None and dev_scorer is not None:
         raise ValueError("give dev or dev_scorer, not both")
@@ -186,13 +189,15 @@ def train_crf_tagger(train_sentences_tokens: Sequence[Sequence[str]], labels: Se
     dev_score = dev_scorer(featurizer) if dev_scorer is not None else None
     if dev_set is not None:
         dev_score = accuracy_scorer(featurizer, *dev_set)
-    result = spec.fit(problem, config=config, dev=dev_score, callbacks=tuple(callbacks), state=state)
+    result, interrupted = fit_or_best(spec.fit, problem, config=config, dev=dev_score, callbacks=tuple(callbacks),
+                                      state=state)
     pf = problem.features
     info = _training_info(spec, config, result, tokens, len(train_sentences_tokens), extract_seconds,
                           data=_data(data, dev_set), all_transitions=all_transitions,
                           n_labels=featurizer.n_labels, n_features=pf.n_features,
                           n_transition_parts=pf.n_transitions, n_parts=pf.n_parts)
-    return Tagger(CRFModel(featurizer, result.weights), column, info, _vocabulary(tokens)), result
+    return _finished(Tagger(CRFModel(featurizer, result.weights), column, info, _vocabulary(tokens)), result,
+                     interrupted)
 
 
 def train_maxent_tagger(train_sentences_tokens: Sequence[Sequence[str]], labels: Sequence[Sequence[str]],
@@ -232,13 +237,23 @@ def train_maxent_tagger(train_sentences_tokens: Sequence[Sequence[str]], labels:
     model = MaxentModel(events.labels, events.predicates, problem.feat_ptr, problem.feat_label,
                         np.zeros(problem.n_features), use_pos=use_pos, beam=beam)
     dev_score = maxent_accuracy_scorer(model, *dev_set) if dev_set is not None else None
-    result = spec.fit(problem, config=config, dev=dev_score, callbacks=tuple(callbacks), state=state)
+    result, interrupted = fit_or_best(spec.fit, problem, config=config, dev=dev_score, callbacks=tuple(callbacks),
+                                      state=state)
     model.weights = np.ascontiguousarray(result.weights, dtype=np.float64)
     info = _training_info(spec, config, result, tokens, len(train_sentences_tokens), extract_seconds,
                           data=_data(data, dev_set), sigma2=sigma2, cutoff=cutoff, beam=beam,
                           n_labels=problem.n_labels, n_events=problem.n_events,
                           n_predicates=problem.n_predicates, n_features=problem.n_features)
-    return Tagger(model, column, info, _vocabulary(tokens)), result
+    return _finished(Tagger(model, column, info, _vocabulary(tokens)), result, interrupted)
+
+
+def _finished(tagger: Tagger, result: TrainResult, interrupted) -> tuple[Tagger, TrainResult]:
+    """``(tagger, result)`` of a finished run; for a run Ctrl-C stopped (``interrupted``: its last pass),
+    :class:`~egnlp.training.records.TrainingInterrupted` carrying the tagger of the best pass."""
+    if interrupted is None:
+        return tagger, result
+    tagger.info["interrupted_after_pass"] = interrupted.passes
+    raise TrainingInterrupted(tagger, result, interrupted)
 
 
 def maxent_accuracy_scorer(model: MaxentModel, tokens: Sequence[Sequence[str]], labels: Sequence[Sequence[str]],

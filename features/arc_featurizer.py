@@ -19,6 +19,7 @@ ids) and :class:`ArcWeights` (the weights in the layouts the scorer reads).
 
 from __future__ import annotations
 
+import weakref
 from typing import NamedTuple
 
 import numpy as np
@@ -26,7 +27,7 @@ from numba import njit
 
 from egnlp.features.arc_templates import (_BETWEEN_COLS, TAG_COLUMNS, _N_BETWEEN, _N_FIXED, CPOS, N_SLOTS, POS,
                                           TEMPLATES_VERSION, USE_FEATS, USE_LEMMA, EncodedCorpus,
-                                          _between_key, _bias_key, _gold_keys, _max_length, _n_sets,
+                                          _between_key, _bias_key, _gold_alphabet, _max_length, _n_sets,
                                           _pair_keys, _token_keys, arc_keys, dirdist_slot, encode)
 from egnlp.features.csr import PartFeatures
 from egnlp.features.hashing import KeyTable, StringHasher, cached_lookup, combine, new_cache, table_lookup
@@ -77,6 +78,82 @@ def _hashed_id(key, slot, hash_bits):
 def _key_row(lookup, key):
     """Alphabet mode: the row of ``key`` (-1: absent) through ``lookup``'s cache."""
     return cached_lookup(lookup.table_keys, lookup.table_vals, lookup.cache_keys, lookup.cache_vals, key)
+
+
+# The id tables of training (ArcFeaturizer.id_tables): (capacity, 2) uint64 arrays whose rows hold a key
+# (0: empty) and its ids packed as (first id << 16) | mask, bit s of the mask set when the key has a
+# feature in slot s.  A key's ids are consecutive (the codes are sorted row by row), so its id in slot
+# s is the first id plus the mask bits below s: one probe gives every id of a key, where the table and
+# idmap of KeyLookup take three scattered reads.  Half empty, like KeyTable.
+
+
+class IdTables:
+    """The id tables of training (:meth:`ArcFeaturizer.id_tables`): ``all`` keys, and ``tags``, those of
+    the templates over tags only (or ``all`` again)."""
+
+    __slots__ = ("all", "tags", "__weakref__")
+
+    def __init__(self, everything: np.ndarray, tags: np.ndarray):
+        self.all = everything
+        self.tags = tags
+
+
+def build_id_table(keys: np.ndarray, codes: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """The id table of an alphabet (sorted unique non-zero ``keys``, sorted ``codes``), of all its keys
+    or of the keys at ``rows``."""
+    keys = np.ascontiguousarray(keys, dtype=np.uint64)
+    codes = np.ascontiguousarray(codes, dtype=np.int64)
+    rows = np.arange(keys.size) if rows is None else np.unique(np.asarray(rows, dtype=np.int64))
+    if rows.size and (rows[0] < 0 or rows[-1] >= keys.size):
+        raise ValueError("rows outside the alphabet")
+    capacity = 1 << max(4, int(2 * max(rows.size, 1) - 1).bit_length())
+    table = np.zeros((capacity, 2), dtype=np.uint64)
+    _fill_id_table(keys, codes, rows, table)
+    return table
+
+
+@njit(cache=True)
+def _fill_id_table(keys, codes, rows, table):
+    first = np.zeros(keys.shape[0], dtype=np.int64)
+    mask = np.zeros(keys.shape[0], dtype=np.int64)
+    for i in range(codes.shape[0] - 1, -1, -1):
+        row = codes[i] // N_SLOTS
+        first[row] = i
+        mask[row] |= 1 << (codes[i] % N_SLOTS)
+    wrap = np.uint64(table.shape[0] - 1)
+    for row in rows:
+        slot = combine(keys[row], 0) & wrap
+        while table[slot, 0] != 0:
+            slot = (slot + np.uint64(1)) & wrap
+        table[slot, 0] = keys[row]
+        table[slot, 1] = (np.uint64(first[row]) << np.uint64(16)) | np.uint64(mask[row])
+
+
+@njit(cache=True)
+def find_ids(table, key):
+    """The packed ids of the non-zero ``key`` in an id table, -1 when the alphabet lacks it."""
+    wrap = np.uint64(table.shape[0] - 1)
+    slot = combine(key, 0) & wrap
+    while True:
+        k = table[slot, 0]
+        if k == key:
+            return np.int64(table[slot, 1])
+        if k == 0:
+            return np.int64(-1)
+        slot = (slot + np.uint64(1)) & wrap
+
+
+@njit(cache=True)
+def slot_id(packed, slot):
+    """The id of the feature in ``slot`` of a key whose packed ids :func:`find_ids` gave, -1 if none."""
+    mask = packed & 0xFFFF
+    if (mask >> slot) & 1 == 0:
+        return np.int64(-1)
+    x = mask & ((1 << slot) - 1)  # the slots below, counted by a 16-bit popcount
+    x = x - ((x >> 1) & 0x5555)
+    x = (x & 0x3333) + ((x >> 2) & 0x3333)
+    x = (x + (x >> 4)) & 0x0F0F
+    return (packed >> 16) + ((x + (x >> 8)) & 0x1F)
 
 
 @njit(cache=True)
@@ -305,6 +382,23 @@ def _arc_scores(sentence, flags, lookup, weights, out):
             out[h, m] = acc
 
 
+@njit(cache=True)
+def _mask_codes(masks):
+    """The codes row * N_SLOTS + slot, in order, of the slots set in each row's mask (bits 0..15)."""
+    total = 0
+    for row in range(masks.shape[0]):
+        for slot in range(N_SLOTS):
+            total += (masks[row] >> slot) & 1
+    out = np.empty(total, dtype=np.int64)
+    c = 0
+    for row in range(masks.shape[0]):
+        for slot in range(N_SLOTS):
+            if (masks[row] >> slot) & 1:
+                out[c] = row * N_SLOTS + slot
+                c += 1
+    return out
+
+
 def _filled(sentences, column: str) -> bool:
     """Whether most tokens of ``sentences`` have a value other than ``_`` in ``column`` (an attribute)."""
     tokens = max(sum(len(s) for s in sentences), 1)
@@ -369,12 +463,58 @@ class ArcFeaturizer:
         if self.keys.ndim != 1 or self.codes.ndim != 1 or np.any(self.keys[1:] <= self.keys[:-1]) \
                 or np.any(self.codes[1:] <= self.codes[:-1]):
             raise ValueError("template keys and feature codes must be sorted and unique")
+        if self.keys.size and self.keys[0] == 0:
+            raise ValueError("feature keys must be non-zero")
         if self.codes.size and (self.codes.min() < 0 or self.codes.max() >= self.keys.size * N_SLOTS):
             raise ValueError("feature codes do not match the template keys")
-        self.table = KeyTable(self.keys)
+        if self.codes.size >= 2**31:
+            raise ValueError("more than 2^31 - 1 features")
         self._cache = new_cache()
-        self.idmap = np.full((self.keys.size, N_SLOTS), -1, dtype=np.int32)
-        self.idmap.reshape(-1)[self.codes] = np.arange(self.codes.size, dtype=np.int32)
+        # Built when first needed: parsing and the CSR arrays read the table and idmap, training reads
+        # the id tables (arc_parts); one of them is enough at a time.  The id tables are held by the
+        # feature sets that read them and only looked up here, so they go when training is done.
+        self._table: KeyTable | None = None
+        self._idmap: np.ndarray | None = None
+        self._id_tables: weakref.ref | None = None
+        self._tag_rows: np.ndarray | None = None  # set by fit: the rows of the keys of tag templates
+
+    def __getstate__(self) -> dict:
+        """The state a copy needs (pickled to a Dask worker or a process pool): the alphabet and
+        settings, without the id-table reference (a weakref: it cannot be pickled, and a copy builds
+        its own tables when it needs them)."""
+        state = dict(self.__dict__)
+        state["_id_tables"] = None
+        return state
+
+    @property
+    def table(self) -> KeyTable:
+        """The alphabet's key -> row table."""
+        if self._table is None:
+            self._table = KeyTable(self.keys)
+        return self._table
+
+    @property
+    def idmap(self) -> np.ndarray:
+        """(n_keys, N_SLOTS) int32: the id of each key's feature in each slot, -1 where there is none."""
+        if self._idmap is None:
+            idmap = np.full((self.keys.size, N_SLOTS), -1, dtype=np.int32)
+            idmap.reshape(-1)[self.codes] = np.arange(self.codes.size, dtype=np.int32)
+            self._idmap = idmap
+        return self._idmap
+
+    def id_tables(self) -> "IdTables":
+        """The alphabet as open-addressing tables from key to all its ids (:func:`build_id_table`), for
+        training: every key, and the keys of the templates over tags only (``_tag_template`` and the
+        in-between trigrams) in a table of their own, small enough to stay in the processor's cache.
+        The second is known after :meth:`fit` only; without it (an alphabet read from a model file)
+        it is the first.  Empty in hash mode.  Shared while someone holds them, not kept otherwise."""
+        tables = self._id_tables() if self._id_tables is not None else None
+        if tables is None:
+            everything = build_id_table(self.keys, self.codes)
+            tags = everything if self._tag_rows is None else build_id_table(self.keys, self.codes, self._tag_rows)
+            tables = IdTables(everything, tags)
+            self._id_tables = weakref.ref(tables)
+        return tables
 
     @classmethod
     def for_corpus(cls, sentences, mode: str = "alphabet", hash_bits: int = 22,
@@ -391,10 +531,11 @@ class ArcFeaturizer:
     def fit(self, encoded: EncodedCorpus, heads_list) -> "ArcFeaturizer":
         """Build the alphabet from the gold arcs (nothing to do in hash mode)."""
         if self.mode == "alphabet":
-            keys, slots = _gold_keys(encoded.tok_ptr, encoded.atoms, self.flags, encoded.heads_rows(heads_list))
-            plain, rows = np.unique(keys, return_inverse=True)
-            codes = np.unique(np.concatenate([rows * N_SLOTS, rows * N_SLOTS + slots]))
-            self._set_alphabet(plain, codes)
+            keys, masks = _gold_alphabet(encoded.tok_ptr, encoded.atoms, self.flags, encoded.heads_rows(heads_list))
+            order = np.argsort(keys)
+            keys, masks = keys[order], masks[order]
+            self._set_alphabet(keys, _mask_codes(masks))
+            self._tag_rows = np.flatnonzero(masks >> N_SLOTS)
         return self
 
     def encode(self, sentences) -> EncodedCorpus:

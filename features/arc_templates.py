@@ -243,6 +243,130 @@ def _bias_key(out, c):
     return _emit(out, c, _key(_T_BIAS, 0, 0, 0, 0))
 
 
+# The keys of _pair_keys again, from per-token parts: a key is a chain of combine() over the template
+# number and its atoms, and the head's atoms come first in every pair template, so the state after them
+# (the head's prefix, _head_prefixes) is computed once per token, and so are the modifier's atoms
+# (_modifier_atoms); a key is then the prefix of h followed by the atoms of m (_head_pair_keys: two or
+# three combines, in loops without branches).  Pair template k: 7 j + 0..6 are t + 6..12 of pair set j
+# (hw.hp.mw.mp, hp.mw.mp, hw.mw.mp, hw.hp.mp, hw.hp.mw, hw.mw, hp.mp); then the FEATS pairs
+# (hc.hf.mc.mf, hf.mf) and the surrounding 4-grams, fine then coarse.
+N_PAIR = 31
+K_FEATS = 21
+K_SURROUND = 23
+# The combines after the head's prefix: the modifier's two atoms (a missing one is 0), and one more 0
+# where _key had a third unused atom after the modifier's.
+_PAIR_TAIL = np.array([2, 3, 3, 2, 2, 3, 3] * 3 + [2, 3] + [2] * 8, dtype=np.int64)
+
+
+@njit(cache=True)
+def _pair_used(k, flags):
+    """Whether pair template k fires under ``flags`` (see ``N_PAIR``)."""
+    if k < K_FEATS:
+        return k < 7 * _n_sets(flags)
+    if k < K_SURROUND:
+        return (flags & USE_FEATS) != 0
+    return True
+
+
+@njit(cache=True)
+def _head_prefixes(atoms, base, n, flags, out):
+    """out[x, k] (n+1, N_PAIR) uint64: the key of pair template k with token x as the head, before the
+    modifier's atoms are mixed in (templates that ``flags`` leave out are not written)."""
+    for x in range(n + 1):
+        for j in range(_n_sets(flags)):
+            wcol, pcol = _PAIR_SETS[j]
+            t = np.uint64(13 * j + 1)
+            hw = atoms[base + x, wcol]
+            hp = atoms[base + x, pcol]
+            k = 7 * j
+            out[x, k] = combine(combine(t + np.uint64(6), hw), hp)
+            out[x, k + 1] = combine(t + np.uint64(7), hp)
+            out[x, k + 2] = combine(t + np.uint64(8), hw)
+            out[x, k + 3] = combine(combine(t + np.uint64(9), hw), hp)
+            out[x, k + 4] = combine(combine(t + np.uint64(10), hw), hp)
+            out[x, k + 5] = combine(t + np.uint64(11), hw)
+            out[x, k + 6] = combine(t + np.uint64(12), hp)
+        if flags & USE_FEATS:
+            hf = atoms[base + x, FEATS]
+            out[x, K_FEATS] = combine(combine(np.uint64(_T_FEATS + 3), atoms[base + x, CPOS]), hf)
+            out[x, K_FEATS + 1] = combine(np.uint64(_T_FEATS + 4), hf)
+        k = K_SURROUND
+        for pcol in (POS, CPOS):
+            hp = atoms[base + x, pcol]
+            hl = _atom(atoms, base, n, x - 1, pcol)
+            hr = _atom(atoms, base, n, x + 1, pcol)
+            t = np.uint64(_T_SURROUND + k - K_SURROUND + 1)
+            out[x, k] = combine(combine(t, hl), hp)
+            out[x, k + 1] = combine(combine(t + np.uint64(1), hp), hr)
+            out[x, k + 2] = combine(combine(t + np.uint64(2), hl), hp)
+            out[x, k + 3] = combine(combine(t + np.uint64(3), hp), hr)
+            k += 4
+
+
+@njit(cache=True)
+def _modifier_atoms(atoms, base, n, flags, out):
+    """out[k, :, x] (N_PAIR, 2, n+1) int64: the two atoms token x adds as the modifier to the key of pair
+    template k (0 for a missing one; templates that ``flags`` leave out are not written)."""
+    for x in range(n + 1):
+        for j in range(_n_sets(flags)):
+            wcol, pcol = _PAIR_SETS[j]
+            mw = atoms[base + x, wcol]
+            mp = atoms[base + x, pcol]
+            k = 7 * j
+            for r in range(3):  # hw.hp.mw.mp, hp.mw.mp, hw.mw.mp
+                out[k + r, 0, x] = mw
+                out[k + r, 1, x] = mp
+            out[k + 3, 0, x] = mp  # hw.hp.mp
+            out[k + 4, 0, x] = mw  # hw.hp.mw
+            out[k + 5, 0, x] = mw  # hw.mw
+            out[k + 6, 0, x] = mp  # hp.mp
+            for r in range(3, 7):
+                out[k + r, 1, x] = 0
+        if flags & USE_FEATS:
+            out[K_FEATS, 0, x] = atoms[base + x, CPOS]
+            out[K_FEATS, 1, x] = atoms[base + x, FEATS]
+            out[K_FEATS + 1, 0, x] = atoms[base + x, FEATS]
+            out[K_FEATS + 1, 1, x] = 0
+        k = K_SURROUND
+        for pcol in (POS, CPOS):
+            mp = atoms[base + x, pcol]
+            ml = _atom(atoms, base, n, x - 1, pcol)
+            mr = _atom(atoms, base, n, x + 1, pcol)
+            for r in range(2):  # (h-1, h, m-1, m), (h, h+1, m-1, m)
+                out[k + r, 0, x] = ml
+                out[k + r, 1, x] = mp
+            for r in range(2, 4):  # (h-1, h, m, m+1), (h, h+1, m, m+1)
+                out[k + r, 0, x] = mp
+                out[k + r, 1, x] = mr
+            k += 4
+
+
+@njit(cache=True)
+def _head_pair_keys(prefixes, mod_atoms, h, flags, out):
+    """out[k, m] = the key of pair template k of the arc h -> m, for every token m (m = 0 and m = h
+    too), from :func:`_head_prefixes` and :func:`_modifier_atoms`: equal to what :func:`_pair_keys` emits."""
+    size = mod_atoms.shape[2]
+    for k in range(N_PAIR):
+        if not _pair_used(k, flags):
+            continue
+        p = prefixes[h, k]
+        first = mod_atoms[k, 0]
+        second = mod_atoms[k, 1]
+        if _PAIR_TAIL[k] == 3:
+            for m in range(size):
+                out[k, m] = _nonzero(combine(combine(combine(p, first[m]), second[m]), 0))
+        else:
+            for m in range(size):
+                out[k, m] = _nonzero(combine(combine(p, first[m]), second[m]))
+
+
+@njit(cache=True)
+def _tag_template(k):
+    """Whether pair template k reads tags and FEATS only (hp.mp, the FEATS pairs, the 4-grams): few
+    distinct keys, looked up on every arc."""
+    return (k < K_FEATS and k % 7 == 6) or k >= K_FEATS
+
+
 _BETWEEN_COLS = (POS, CPOS)
 
 
@@ -289,24 +413,61 @@ def _max_length(tok_ptr):
 
 
 @njit(cache=True)
-def _gold_keys(tok_ptr, atoms, flags, head_rows):
-    """Template keys of every gold arc and the direction/distance slot of each."""
-    max_n = _max_length(tok_ptr)
-    total = 0
-    for s in range(tok_ptr.shape[0] - 1):
-        n = tok_ptr[s + 1] - tok_ptr[s] - 1
-        total += (_N_FIXED + _N_BETWEEN * n) * n
-    out = np.empty(total, dtype=np.uint64)
-    slots = np.empty(total, dtype=np.int64)
-    buf = np.empty(_N_FIXED + _N_BETWEEN * max_n, dtype=np.uint64)
-    c = 0
+def _key_positions(flags):
+    """Bit 16 for the positions of :func:`arc_keys`' fixed keys that come from templates over tags only
+    (the pair templates of :func:`_tag_template`), 0 for the others; in-between keys follow them."""
+    n_keys = 2 * (3 * _n_sets(flags) + (1 if flags & USE_FEATS else 0))
+    out = np.zeros(_N_FIXED, dtype=np.int64)
+    c = n_keys
+    for k in range(N_PAIR):
+        if _pair_used(k, flags):
+            out[c] = (1 << 16) if _tag_template(k) else 0
+            c += 1
+    return out[:c + 1]  # and the bias
+
+
+@njit(cache=True)
+def _insert(keys, masks, key, bits):
+    """Add ``bits`` to the mask of ``key`` in the open-addressing set ``keys`` / ``masks``; returns 1 if
+    the key is new."""
+    wrap = np.uint64(keys.shape[0] - 1)
+    at = combine(key, 0) & wrap
+    while keys[at] != 0 and keys[at] != key:
+        at = (at + np.uint64(1)) & wrap
+    masks[at] |= bits
+    if keys[at] == key:
+        return 0
+    keys[at] = key
+    return 1
+
+
+@njit(cache=True)
+def _gold_alphabet(tok_ptr, atoms, flags, head_rows):
+    """The distinct template keys of the gold arcs, each with a mask: bit s for every direction/distance
+    slot s it was seen in (bit 0 always: the template alone) and bit 16 when a template over tags only
+    (:func:`_tag_template`, in-between trigrams) made it.  Held in a hash set, so memory grows with the
+    distinct keys, not with the arcs."""
+    positions = _key_positions(flags)
+    keys = np.zeros(1 << 16, dtype=np.uint64)
+    masks = np.zeros(1 << 16, dtype=np.int64)
+    count = 0
+    buf = np.empty(_N_FIXED + _N_BETWEEN * _max_length(tok_ptr), dtype=np.uint64)
     for s in range(tok_ptr.shape[0] - 1):
         base = tok_ptr[s]
         n = tok_ptr[s + 1] - base - 1
         for m in range(1, n + 1):
             h = head_rows[base + m]
             k = arc_keys(atoms, base, n, h, m, flags, buf)
-            out[c : c + k] = buf[:k]
-            slots[c : c + k] = dirdist_slot(h, m)
-            c += k
-    return out[:c], slots[:c]
+            slot_bits = 1 | (1 << dirdist_slot(h, m))
+            for j in range(k):
+                tag = positions[j] if j < positions.shape[0] else (1 << 16)
+                count += _insert(keys, masks, buf[j], slot_bits | tag)
+                if 2 * count > keys.shape[0]:  # grow: keep the set at most half full
+                    old_keys, old_masks = keys, masks
+                    keys = np.zeros(2 * old_keys.shape[0], dtype=np.uint64)
+                    masks = np.zeros(2 * old_keys.shape[0], dtype=np.int64)
+                    for i in range(old_keys.shape[0]):
+                        if old_keys[i] != 0:
+                            _insert(keys, masks, old_keys[i], old_masks[i])
+    used = keys != 0
+    return keys[used], masks[used]

@@ -28,6 +28,7 @@ from nltk.parse.api import ParserI
 from nltk.parse.dependencygraph import DependencyGraph
 
 from egnlp.corpora import Sentence
+from egnlp.corpora.blocks import map_blocks
 from egnlp.corpora.sentence import BLANK, CPOS, DEPREL, FEATS, FORM, HEAD, LEMMA, POS
 from egnlp.corpora.files import ModelError, check_arrays, check_labels, read_npz, write_npz_atomic
 from egnlp.features.arc_featurizer import ArcFeaturizer
@@ -108,20 +109,26 @@ class Parser(ParserI):
             out.append(heads[1:].tolist())
         return out
 
-    def predict(self, sentences: Sequence[Sentence]) -> tuple[list[list[int]], list[list[str]] | None]:
-        """Heads of every sentence's best tree, and the labels of its arcs (None without a labeler)."""
-        encoded = self.featurizer.encode(sentences)
-        heads = self._heads(encoded)
-        return heads, self.labeler.label(sentences, encoded, heads) if self.labeler is not None else None
+    def predict(self, sentences: Sequence[Sentence], *, jobs: int | None = 1
+                ) -> tuple[list[list[int]], list[list[str]] | None]:
+        """Heads of every sentence's best tree, and the labels of its arcs (None without a labeler).
+
+        ``jobs`` processes (None: every core) parse blocks of the sentences; the result is the same for any.
+        """
+        self._slot_weights()  # built once, before any worker starts
+        results = map_blocks(_predict_block, self, sentences, jobs)
+        heads = [h for h, _ in results]
+        return heads, [labels for _, labels in results] if self.labeler is not None else None
 
     @property
     def tag_columns(self) -> tuple[str, ...]:
         """The tag columns the model reads: ``("upos", "xpos")``, ``("upos",)`` or ``("xpos",)``."""
         return NEEDED_COLUMNS[self.featurizer.tags]
 
-    def parse_corpus(self, sentences: Sequence[Sentence]) -> list[Sentence]:
-        """Copies of ``sentences`` with predicted heads and labels (DEPREL ``_`` without a labeler)."""
-        heads, labels = self.predict(sentences)
+    def parse_corpus(self, sentences: Sequence[Sentence], *, jobs: int | None = 1) -> list[Sentence]:
+        """Copies of ``sentences`` with predicted heads and labels (DEPREL ``_`` without a labeler), parsed by
+        ``jobs`` processes (None: every core; the same result for any number)."""
+        heads, labels = self.predict(sentences, jobs=jobs)
         return [s.with_heads(h, labels[k] if labels is not None else None)
                 for k, (s, h) in enumerate(zip(sentences, heads))]
 
@@ -324,6 +331,14 @@ class Parser(ParserI):
             return cls(featurizer, arrays["weights"], meta["root"], info, labeler, meta["tree"], tagger=tagger)
         except (KeyError, ValueError, TypeError) as exc:
             raise ModelError(f"{path}: inconsistent model file ({exc})") from None
+
+
+def _predict_block(parser: Parser, sentences: Sequence[Sentence]) -> list[tuple[list[int], list[str] | None]]:
+    """(heads, labels or None) of each of ``sentences``: one block of :meth:`Parser.predict`."""
+    encoded = parser.featurizer.encode(sentences)
+    heads = parser._heads(encoded)
+    labels = parser.labeler.label(sentences, encoded, heads) if parser.labeler is not None else None
+    return [(h, labels[k] if labels is not None else None) for k, h in enumerate(heads)]
 
 
 def _is_corpus(value: Any) -> bool:

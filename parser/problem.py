@@ -8,12 +8,18 @@ algorithms for projective trees, Chu-Liu-Edmonds and the matrix-tree theorem
 including non-projective ones in the projective space (45 of the 2,654 ``es``
 training sentences): their gold parts still define phi(x_i, y_i) and the
 objectives stay convex and finite, only no projective tree reaches them.
+
+The features are any part feature set with those parts: the ids computed one
+sentence at a time (:class:`egnlp.features.arc_parts.ArcPartFeatures`, what
+training uses) or stored (:class:`egnlp.features.csr.PartFeatures`).  Per part
+the problem keeps only ``gold`` and ``loss``, one byte each.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from egnlp.features.arc_parts import ArcPartFeatures
 from egnlp.features.csr import PartFeatures
 from egnlp.parser.trees import PROJECTIVE, check_root, tree_space
 
@@ -26,33 +32,41 @@ def arc_indicator(heads, size: int) -> np.ndarray:
 
 
 class ParsingProblem:
-    """First-order parsing of a corpus whose arcs are compiled into ``features``, in the tree space
-    ``tree`` (projective, non-projective) with root constraint ``root`` (single, multi)."""
+    """First-order parsing of a corpus whose arc features are ``features``, in the tree space
+    ``tree`` (projective, non-projective) with root constraint ``root`` (single, multi).
 
-    def __init__(self, features: PartFeatures, heads_list, root: str = "multi", tree: str = PROJECTIVE):
+    ``gold`` (0/1) and ``loss`` (Hamming: 1 on every possible arc but the gold ones) are uint8.
+    """
+
+    def __init__(self, features: ArcPartFeatures | PartFeatures, heads_list, root: str = "multi",
+                 tree: str = PROJECTIVE):
         self.root = check_root(root)
         self.space = tree_space(tree)
         if len(heads_list) != features.n_examples:
             raise ValueError("one gold tree per sentence is needed")
         self.features = features
         self.sizes = np.zeros(features.n_examples, dtype=np.int64)
-        self.gold = np.zeros(features.n_parts)
-        self.loss = np.zeros(features.n_parts)
+        self.gold = np.zeros(features.n_parts, dtype=np.uint8)
+        self.loss = np.zeros(features.n_parts, dtype=np.uint8)
         for i, heads in enumerate(heads_list):
             lo, hi = features.parts(i)
             size = len(heads) + 1
             if size * size != hi - lo:
                 raise ValueError(f"sentence {i}: {len(heads)} heads for {hi - lo} arc parts")
             self.sizes[i] = size
-            self.gold[lo:hi] = arc_indicator(heads, size)
-            valid = np.ones((size, size))
-            valid[:, 0] = 0.0
-            np.fill_diagonal(valid, 0.0)
-            self.loss[lo:hi] = valid.reshape(-1) - self.gold[lo:hi]
+            heads = np.asarray(heads, dtype=np.int64)
+            if np.any((heads < 0) | (heads >= size) | (heads == np.arange(1, size))):
+                raise ValueError(f"sentence {i}: a head outside 0..{size - 1} or a word headed by itself")
+            gold = self.gold[lo:hi].reshape(size, size)
+            gold[heads, np.arange(1, size)] = 1
+            loss = self.loss[lo:hi].reshape(size, size)
+            loss[:, 1:] = 1
+            np.fill_diagonal(loss, 0)
+            loss -= gold
 
     def _square(self, i: int, theta: np.ndarray) -> np.ndarray:
         k = int(self.sizes[i])
-        return theta.reshape(k, k)
+        return np.asarray(theta, dtype=np.float64).reshape(k, k)  # float64 already: no copy
 
     @property
     def tree(self) -> str:

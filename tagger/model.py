@@ -29,6 +29,7 @@ import numpy as np
 from nltk.tag.api import TaggerI
 
 from egnlp.corpora import Sentence
+from egnlp.corpora.blocks import map_blocks
 from egnlp.corpora.sentence import LABEL_COLUMNS
 from egnlp.corpora.files import ModelError, check_arrays, pack_strings, read_npz, unpack_strings, write_npz_atomic
 from egnlp.tagger.crf import CRFModel
@@ -57,6 +58,13 @@ class SequenceModel(Protocol):
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], meta: dict) -> "SequenceModel": ...
+
+
+def _predict_block(model: SequenceModel, items: Sequence[tuple[list[str], list[str] | None]]) -> list[list[str]]:
+    """The labels of a block of (tokens, POS or None) items, as ``model.predict`` gives them."""
+    tokens = [t for t, _ in items]
+    pos = [p for _, p in items] if items and items[0][1] is not None else None
+    return [list(labels) for labels in model.predict(tokens, pos)]
 
 
 def _inner_class(kind: str) -> type:
@@ -142,15 +150,17 @@ class Tagger(TaggerI):
         return pos_tagger.predict(tokens_list)
 
     def predict(self, tokens_list: Sequence[Sequence[str]], pos_list: Sequence[Sequence[str]] | None = None,
-                *, pos_tagger: "Tagger | None" = None) -> list[list[str]]:
-        """Labels of many tokenised sentences (empty sentences give empty lists)."""
+                *, pos_tagger: "Tagger | None" = None, jobs: int | None = 1) -> list[list[str]]:
+        """Labels of many tokenised sentences (empty sentences give empty lists), tagged by ``jobs``
+        processes (None: every core; the same labels for any number)."""
         tokens_list = [list(t) for t in tokens_list]
         pos_list = self._pos_for(tokens_list, pos_list, pos_tagger)
         keep = [s for s, t in enumerate(tokens_list) if t]
         out: list[list[str]] = [[] for _ in tokens_list]
         if keep:
             pos_kept = [list(pos_list[s]) for s in keep] if pos_list is not None else None
-            for s, labels in zip(keep, self.model.predict([tokens_list[s] for s in keep], pos_kept)):
+            items = [(tokens_list[s], pos_kept[k] if pos_kept is not None else None) for k, s in enumerate(keep)]
+            for s, labels in zip(keep, map_blocks(_predict_block, self.model, items, jobs)):
                 out[s] = list(labels)
         return out
 
@@ -244,10 +254,11 @@ class Tagger(TaggerI):
         labels = self.labels
         return [dict(zip(labels, map(float, row))) for row in probs]
 
-    def tag_corpus(self, sentences: Sequence[Sentence]) -> list[Sentence]:
-        """Copies of ``sentences`` with the predicted column (POS, or chunks read from their POS)."""
+    def tag_corpus(self, sentences: Sequence[Sentence], *, jobs: int | None = 1) -> list[Sentence]:
+        """Copies of ``sentences`` with the predicted column (POS, or chunks read from their POS), tagged by
+        ``jobs`` processes (None: every core; the same result for any number)."""
         pos_list = [s.pos for s in sentences] if self.use_pos else None
-        labels = self.predict([s.forms for s in sentences], pos_list)
+        labels = self.predict([s.forms for s in sentences], pos_list, jobs=jobs)
         if self.column == "pos":
             return [s.with_tags(pos=lab) for s, lab in zip(sentences, labels)]
         if self.column == "upos":

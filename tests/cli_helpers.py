@@ -56,3 +56,17 @@ def error_line(result: Result) -> str:
     assert len(lines) == 1, describe(result)
     assert lines[0].startswith("error: "), describe(result)
     return lines[0]
+
+
+def usage_line(result: Result) -> str:
+    """The one ``error: ...`` line of a command the command line itself refused (an invalid choice,
+    a missing option): exit status 2, no traceback, nothing on stdout, one line on stderr naming the
+    command's ``--help``."""
+    assert result.exit_code == 2, describe(result)
+    assert isinstance(result.exception, SystemExit), describe(result)
+    assert "Traceback" not in result.output
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, describe(result)
+    assert lines[0].startswith("error: ") and lines[0].endswith(" --help')"), describe(result)
+    return lines[0]

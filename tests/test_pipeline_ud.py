@@ -22,7 +22,7 @@ from egnlp.pipeline import parse_text, parser_columns, tag_text, to_conllu
 from egnlp.tagger import Tagger
 from egnlp.tagger.text import segment, sentences_and_tokens, split_sentences, tokenize, vocabulary_abbreviations
 
-from cli_helpers import assert_ok, error_line, run
+from cli_helpers import assert_ok, error_line, run, usage_line
 
 UD = Path(os.environ["EGNLP_UD_DIR"])
 
@@ -251,7 +251,7 @@ def test_tagger_train_on_either_ud_column(pt: dict[str, Path], nl: dict[str, Pat
     line = error_line(run("tagger", "train", "--train", pt["train"], "--column", "xpos", "--out", folder / "x.npz"))
     assert "token 1 has no POS tag (POSTAG / XPOS is '_')" in line
     assert line.endswith("the UPOS column is filled: train on it with --column upos")
-    assert "--column must be one of xpos, upos, chunk, pos, not 'lemma'" in error_line(
+    assert "--column: invalid choice 'lemma' (choose from xpos, upos, chunk, pos)" in usage_line(
         run("tagger", "train", "--train", pt["train"], "--column", "lemma", "--out", folder / "x.npz"))
     assert not (folder / "x.npz").exists()
     # The UPOS tagger tags a CoNLL-U file's UPOS column and is scored on it.

@@ -23,7 +23,7 @@ from egnlp.corpora import load_dataset, load_sentences, parse_conll, read_conll,
 from egnlp.corpora.sentence import CPOS, POS
 from egnlp.api import train_parser
 from egnlp.pipeline import parse_text, to_conllu
-from cli_helpers import assert_ok, error_line, ok_output, run
+from cli_helpers import assert_ok, error_line, ok_output, run, usage_line
 from egnlp.tagger import Tagger
 from egnlp.tagger.evaluate import tag_scores
 from egnlp.tagger.text import sentences_and_tokens, split_sentences
@@ -274,7 +274,7 @@ def test_train_errors(files: dict[str, Path], tmp_path: Path, parser_model: Path
                                                     "--trainer", "cd"))
     assert "'eg-ll' trains crf taggers (--model crf); maxent trainers: cd, gis, scgis, lbfgs" in error_line(
         run("tagger", "train", "--train", files["pos-train"], "--out", out, "--model", "maxent", "--trainer", "eg-ll"))
-    assert "--model must be one of crf, maxent" in error_line(
+    assert "--model: invalid choice 'hmm' (choose from crf, maxent)" in usage_line(
         run("tagger", "train", "--train", files["pos-train"], "--out", out, "--model", "hmm"))
     assert "no chunk column" in error_line(
         run("tagger", "train", "--train", files["ptb-train"], "--out", out, "--column", "chunk"))
@@ -303,7 +303,8 @@ def test_tag_and_evaluate_errors(pos_model: Path, chunk_model: Path, pos_predict
     bad = tmp_path / "bad.conll"
     bad.write_text("1\tThe\tDT\n\n", encoding="utf-8")
     assert "bad.conll:1" in error_line(run("tagger", "tag", pos_model, bad, "--format", "conll"))
-    assert "--format must be one of" in error_line(run("tagger", "tag", pos_model, bad, "--format", "xml"))
+    assert "--format: invalid choice 'xml' (choose from auto, text, conll" in usage_line(
+        run("tagger", "tag", pos_model, bad, "--format", "xml"))
     untagged = tmp_path / "untagged.conll"
     untagged.write_text("1\tThe\t_\t_\t_\t_\t_\t_\t_\t_\n\n", encoding="utf-8")
     assert "POS" in error_line(run("tagger", "tag", chunk_model, untagged, "--format", "conll"))

@@ -1,9 +1,12 @@
-"""What trainers report: a record per pass and the result of a run."""
+"""What trainers report: a record per pass and the result of a run; the best pass kept for an interrupted run."""
 
 from __future__ import annotations
 
+import signal
+import threading
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -77,12 +80,23 @@ class Recorder:
                          dev=self.dev(w) if self.dev is not None else None, C=C, grad_norm=grad_norm)
         self.records.append(rec)
         for cb in self.callbacks:
+            keep = getattr(cb, "keep", None)
+            if keep is not None:
+                keep(rec, w)
             cb(rec)
+            if getattr(cb, "stop", False):
+                self.stopped = True
+        if _INTERRUPT[0]:  # Ctrl-C during the pass (see interrupts_between_passes): stop here, the pass kept
+            raise KeyboardInterrupt
         return rec
 
+    stopped = False  # a callback asked to stop (its ``stop`` attribute turned true after a pass)
+
     def out_of_time(self, max_seconds: float | None) -> bool:
-        """Whether the optimisation time has reached ``max_seconds`` (None: no limit)."""
-        return max_seconds is not None and self.seconds >= max_seconds
+        """Whether the run is out of budget: the optimisation time has reached ``max_seconds`` (None: no
+        limit), or a callback asked to stop (a :class:`BestPass` whose patience ran out). The trainers ask
+        before every pass, so a stop changes how many passes run, never what a pass computes."""
+        return self.stopped or (max_seconds is not None and self.seconds >= max_seconds)
 
 
 def check_budget(*, C: float | None = None, max_passes: int | None = None, tol: float | None = None,
@@ -97,3 +111,118 @@ def check_budget(*, C: float | None = None, max_passes: int | None = None, tol: 
         raise ValueError(f"the tolerance must be >= 0, not {tol}")
     if max_seconds is not None and not max_seconds > 0:
         raise ValueError(f"the time limit must be positive, not {max_seconds}")
+
+
+class BestPass:
+    """A callback that keeps a copy of the weights of the best pass so far: the pass with the highest dev
+    score when the run scores a dev set, else the last pass.
+
+    The :class:`Recorder` hands its ``keep`` method each pass's weights before calling it. Give one to a
+    training function (``callbacks=[BestPass()]``) to get the best model so far when Ctrl-C stops the
+    run (see :func:`fit_or_best`); it costs a copy of the weights per pass that improves.
+
+    With ``patience`` P, :attr:`stop` turns true once the dev score has not improved for P passes, and
+    the :class:`Recorder` then ends the run (early stopping); :meth:`result` gives the best pass.
+    """
+
+    def __init__(self, patience: int | None = None) -> None:
+        if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int) or patience < 1):
+            raise ValueError(f"the patience must be a whole number of passes >= 1, not {patience!r}")
+        self.patience = patience
+        self.stop = False
+        self.records: list[PassRecord] = []
+        self._best: tuple[int, PassRecord, np.ndarray] | None = None  # replaced whole: an interrupt never splits it
+
+    def keep(self, record: PassRecord, w: np.ndarray) -> None:
+        best = self._best
+        if best is None or record.dev is None or best[1].dev is None or record.dev > best[1].dev:
+            self._best = (len(self.records), record, np.array(w, dtype=np.float64, copy=True))
+
+    def __call__(self, record: PassRecord) -> None:
+        self.records.append(record)
+        best = self.best
+        if self.patience is not None and best is not None and best.dev is not None and record.dev is not None:
+            self.stop = record.passes - best.passes >= self.patience
+
+    @property
+    def best(self) -> PassRecord | None:
+        """The record of the best pass so far (None before the first)."""
+        return self._best[1] if self._best is not None else None
+
+    def result(self) -> TrainResult | None:
+        """A result holding the best pass's weights and the records up to it (not converged), or None."""
+        if self._best is None:
+            return None
+        index, record, weights = self._best
+        return TrainResult(weights=weights, records=[*self.records[:index], record], converged=False)
+
+    @property
+    def last(self) -> PassRecord | None:
+        """The record of the last pass seen (None before the first)."""
+        records = [*self.records[-1:], *([self._best[1]] if self._best is not None else [])]
+        return max(records, key=lambda r: r.passes, default=None)
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Training stopped by Ctrl-C, with the model of the best pass so far (see :class:`BestPass`).
+
+    Attributes:
+        model: the model built from the best pass's weights.
+        result: its :class:`TrainResult` (``result.final`` is the best pass).
+        last: the record of the last pass finished before the interrupt.
+    """
+
+    def __init__(self, model: Any, result: TrainResult, last: PassRecord) -> None:
+        super().__init__(f"training interrupted after pass {last.passes}")
+        self.model = model
+        self.result = result
+        self.last = last
+
+
+# Set by the SIGINT handler of interrupts_between_passes; read by Recorder.record after each pass.
+_INTERRUPT = [False]
+
+
+@contextmanager
+def interrupts_between_passes() -> Iterator[None]:
+    """Within the block, a first Ctrl-C (SIGINT) stops training at the end of the current pass (the
+    recorder raises KeyboardInterrupt once the pass is recorded) and a second one at once.
+
+    A KeyboardInterrupt raised at an arbitrary point can land inside Numba's loading of a cached kernel,
+    which turns it into a traceback instead of the clean stop; between passes it never does.  Outside the
+    main thread the block changes nothing (only the main thread may set signal handlers).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        if _INTERRUPT[0]:
+            raise KeyboardInterrupt
+        _INTERRUPT[0] = True
+
+    previous = signal.signal(signal.SIGINT, handler)
+    _INTERRUPT[0] = False
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        _INTERRUPT[0] = False
+
+
+def fit_or_best(fit: Callable[..., TrainResult], problem: Any, *, callbacks: tuple[Callback, ...] = (),
+                **arguments: Any) -> tuple[TrainResult, PassRecord | None]:
+    """``(fit(problem, callbacks=callbacks, ...), None)``; when Ctrl-C stops the run and a
+    :class:`BestPass` among the callbacks holds a pass, ``(its result, the last pass finished)`` instead.
+
+    Raises:
+        KeyboardInterrupt: the run was interrupted with no pass to keep.
+    """
+    try:
+        with interrupts_between_passes():
+            return fit(problem, callbacks=callbacks, **arguments), None
+    except KeyboardInterrupt:
+        kept = next((cb for cb in callbacks if isinstance(cb, BestPass) and cb.best is not None), None)
+        if kept is None:
+            raise
+        return kept.result(), kept.last

@@ -1,0 +1,133 @@
+"""``--jobs``: parsing and tagging in blocks on several processes give the output of one process, byte for byte.
+
+Small models trained on real data (``es`` for the parser, ``conll2000-pos``
+and ``ptb-pos`` for the taggers) decode real test splits with one and with
+two processes; the inputs are longer than :data:`MIN_ITEMS`, so two jobs do
+run a pool.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cli_helpers import assert_ok, run, usage_line
+from egnlp.api import train_parser
+from egnlp.corpora import load_dataset, load_sentences, read_conll, write_conll
+from egnlp.corpora.blocks import MIN_ITEMS, map_blocks, resolve_jobs
+from egnlp.parser.model import Parser
+from egnlp.tagger.model import Tagger
+
+TEXT = ("The company said its profit rose 5 % in the third quarter. Mr. Smith, the chairman, "
+        "expects sales to grow next year!\n\nShares fell 2.5 cents. ")
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("jobs")
+
+
+@pytest.fixture(scope="module")
+def es_files(folder: Path) -> dict[str, Path]:
+    """A labeled parser trained on 120 ``es`` training sentences (2 passes) and the ``es`` test split."""
+    parser, _ = train_parser(load_dataset("es", "train")[:120], max_passes=2)
+    paths = {"model": folder / "es.npz", "test": folder / "es-test.conll"}
+    parser.save(paths["model"])
+    test = load_dataset("es", "test")
+    assert len(test) >= 4 * MIN_ITEMS
+    write_conll(paths["test"], test)
+    return paths
+
+
+@pytest.fixture(scope="module")
+def pos_files(folder: Path) -> dict[str, Path]:
+    """A CRF POS tagger (``conll2000-pos``) and a maxent one (``ptb-pos``), and test files of both."""
+    paths = {}
+    for name, data, model in (("crf", "conll2000-pos", "crf"), ("maxent", "ptb-pos", "maxent")):
+        paths[f"{name}-train"] = folder / f"{name}-train.conll"
+        paths[f"{name}-test"] = folder / f"{name}-test.conll"
+        write_conll(paths[f"{name}-train"], load_sentences(data, "train")[:150])
+        test = load_sentences(data, "test")[:400]
+        assert len(test) >= 2 * MIN_ITEMS
+        write_conll(paths[f"{name}-test"], test)
+        paths[name] = folder / f"{name}.npz"
+        assert_ok(run("tagger", "train", "--train", paths[f"{name}-train"], "--model", model, "--passes", 3,
+                      "--out", paths[name], "--quiet"))
+    return paths
+
+
+def _run_jobs(*args: object, jobs: int, out: Path) -> bytes:
+    assert_ok(run(*args, "--jobs", jobs, "--out", out, "--quiet"))
+    return out.read_bytes()
+
+
+def test_parse_jobs_2_equals_jobs_1(es_files: dict[str, Path], folder: Path) -> None:
+    one = _run_jobs("parser", "parse", es_files["model"], es_files["test"], jobs=1, out=folder / "p1.conll")
+    two = _run_jobs("parser", "parse", es_files["model"], es_files["test"], jobs=2, out=folder / "p2.conll")
+    assert one == two
+    assert one.count(b"\n\n") == len(load_dataset("es", "test"))
+
+
+def test_parse_corpus_jobs_argument(es_files: dict[str, Path]) -> None:
+    parser = Parser.load(es_files["model"])
+    test = read_conll(es_files["test"], require_heads=False)
+    one = parser.parse_corpus(test, jobs=1)
+    assert parser.parse_corpus(test, jobs=2) == one
+    assert parser.parse_corpus(test, jobs=3) == one
+    heads, labels = parser.predict(test, jobs=2)
+    assert heads == [list(s.heads) for s in one] and labels is not None
+
+
+@pytest.mark.parametrize("name", ["crf", "maxent"])
+def test_tag_jobs_2_equals_jobs_1(pos_files: dict[str, Path], folder: Path, name: str) -> None:
+    args = ("tagger", "tag", pos_files[name], pos_files[f"{name}-test"], "--format", "conll")
+    one = _run_jobs(*args, jobs=1, out=folder / f"{name}-1.conll")
+    two = _run_jobs(*args, jobs=2, out=folder / f"{name}-2.conll")
+    assert one == two
+    tagger = Tagger.load(pos_files[name])
+    test = read_conll(pos_files[f"{name}-test"], require_heads=False)
+    assert tagger.tag_corpus(test, jobs=2) == tagger.tag_corpus(test, jobs=1)
+
+
+def test_parse_text_jobs_2_equals_jobs_1(pos_files: dict[str, Path], folder: Path) -> None:
+    parser, _ = train_parser(load_dataset("wsj", "train")[:30], root="single", max_passes=2)
+    parser.save(folder / "wsj.npz")
+    text = folder / "text.txt"
+    text.write_text(TEXT * 40, encoding="utf-8")
+    args = ("parse-text", pos_files["crf"], folder / "wsj.npz", text)
+    one = _run_jobs(*args, jobs=1, out=folder / "t1.conllu")
+    two = _run_jobs(*args, jobs=2, out=folder / "t2.conllu")
+    assert one == two and one.count(b"# sent_id") == 120
+
+
+def _pids(_model: object, block: list[int]) -> list[int]:
+    return [os.getpid()] * len(block)
+
+
+def _squares(offset: int, block: list[int]) -> list[int]:
+    return [offset + k * k for k in block]
+
+
+def test_map_blocks_order_and_processes() -> None:
+    items = list(range(1000))
+    assert map_blocks(_squares, 7, items, jobs=2) == [7 + k * k for k in items]
+    assert map_blocks(_squares, 7, items[:5], jobs=2) == [7 + k * k for k in items[:5]]
+    assert set(map_blocks(_pids, None, items, jobs=1)) == {os.getpid()}
+    pids = map_blocks(_pids, None, items, jobs=2)
+    assert pids[0] == os.getpid()  # the first item is decoded before the workers start
+    workers = set(pids[1:])
+    assert os.getpid() not in workers and 1 <= len(workers) <= 2
+
+
+def test_jobs_values() -> None:
+    assert resolve_jobs(None) == (os.cpu_count() or 1)
+    assert resolve_jobs(3) == 3
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="jobs must be"):
+            resolve_jobs(bad)  # type: ignore[arg-type]
+
+
+def test_jobs_zero_is_a_usage_error(es_files: dict[str, Path]) -> None:
+    assert "--jobs" in usage_line(run("parser", "parse", es_files["model"], es_files["test"], "--jobs", "0"))
