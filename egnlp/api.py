@@ -142,19 +142,9 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
             if best is None:
                 raise
             result, interrupted = best.result(), best.last
-    final = result.final
-    info = {
-        "trainer": trainer,
-        "config": dataclasses.asdict(config),
-        "data": training_data(train, dev, data),
-        "settings": {"root": given_root, "tree": given_tree, "tags": tags, "feature_mode": feature_mode,
-                     "hash_bits": hash_bits, "labels": labels},
-        "train_sentences": len(train),
-        "n_features": featurizer.n_features,
-        "extract_seconds": extract_seconds,
-        "converged": result.converged,
-        "final": final.as_dict(),
-    }
+    info = model_info(trainer, dataclasses.asdict(config), train, dev, data,
+                      {"root": given_root, "tree": given_tree, "tags": tags, "feature_mode": feature_mode,
+                       "hash_bits": hash_bits, "labels": labels}, featurizer, extract_seconds, result)
     if kept is not None:
         info["best_pass"] = kept.final.as_dict()
         info["early_stop"] = bool(keeper.stop)
@@ -188,24 +178,32 @@ def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Se
     points = regularization_path(problem, spec, list(Cs), dev=uas_scorer(featurizer, dev, root, tree), tol=tol,
                                  callbacks=tuple(callbacks), on_point=on_point, **settings)
     best = max(points, key=lambda p: p.dev_uas)
-    info = {
-        "trainer": trainer,
-        "C_path": [p.row() for p in points],
-        "config": {"C": best.C, "tol": tol, **settings},
-        "data": training_data(train, dev, data),
-        "settings": {"root": given_root, "tree": given_tree, "tags": tags, "feature_mode": feature_mode,
-                     "hash_bits": hash_bits, "labels": labels},
-        "train_sentences": len(train),
-        "n_features": featurizer.n_features,
-        "extract_seconds": extract_seconds,
-        "converged": best.converged,
-        "final": best.result.final.as_dict(),
-    }
+    info = model_info(trainer, {"C": best.C, "tol": tol, **settings}, train, dev, data,
+                      {"root": given_root, "tree": given_tree, "tags": tags, "feature_mode": feature_mode,
+                       "hash_bits": hash_bits, "labels": labels}, featurizer, extract_seconds, best.result)
+    info["C_path"] = [p.row() for p in points]
     labeler = _labeler(featurizer, train, labels, info)
     return Parser(featurizer, best.result.weights, root, info, labeler, tree), points
 
 
 MAX_SOURCES = 20  # the files a model's metadata names at most
+
+
+def model_info(trainer: str, config: dict, train: Sequence[Sentence], dev: Sequence[Sentence] | None,
+               data: str | None, settings: dict, featurizer, extract_seconds: float, result: TrainResult) -> dict:
+    """The ``info`` a trained parser carries: the trainer and its configuration, the training data
+    (:func:`training_data`), the settings as given, the feature count and the final pass."""
+    return {
+        "trainer": trainer,
+        "config": config,
+        "data": training_data(train, dev, data),
+        "settings": settings,
+        "train_sentences": len(train),
+        "n_features": featurizer.n_features,
+        "extract_seconds": extract_seconds,
+        "converged": result.converged,
+        "final": result.final.as_dict(),
+    }
 
 
 def training_data(train: Sequence[Sentence], dev: Sequence[Sentence] | None, name: str | None = None) -> dict:

@@ -13,13 +13,13 @@ import sys
 import time
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 
 from egnlp import __version__
-from egnlp.console import (EG_PASSES, EG_TOL, FORMAT_HELP, PARSER_C, PARSER_TRAINER, USER_ERRORS, DaskOption, DataOption,
-                           DevOption, EncodingOption, JobsOption, JsonOption, MaxSecondsOption, ModelOut, Order, QuietOption,
+from egnlp.console import (AnnealOption, OrderOption, EG_PASSES, EG_TOL, FORMAT_HELP, PARSER_C, PARSER_TRAINER, USER_ERRORS, DaskOption, DataOption,
+                           DevOption, EncodingOption, JobsOption, JsonOption, MaxSecondsOption, ModelOut, QuietOption,
                            SaveOnInterruptOption, SeedOption, Split, TextOut, TrainerName, TrainingProgress,
                            TrainOption, TreeFormat, dataset_names, fail, interrupted, model_file, new_app, note,
                            at_least_one, output_name, print_json, progress_printer, write_output)
@@ -143,11 +143,8 @@ def parser_train(
                                          show_default=f"{EG_PASSES} for EG, else the trainer's"),
     tol: Optional[float] = typer.Option(None, "--tol", help="Stop when the relative duality gap is below this.",
                                         show_default=f"{EG_TOL:g} for EG, else the trainer's"),
-    anneal: Optional[bool] = typer.Option(None, "--anneal/--no-anneal", help="EG: start at 10 C and decay to C "
-                                          "(much faster for small C).", show_default="on"),
-    order: Optional[Order] = typer.Option(None, "--order", help="EG, BCFW: example order, random (a fresh "
-                                          "permutation per pass), cyclic, or gap (draws in proportion to each "
-                                          "example's share of the duality gap).", show_default="random"),
+    anneal: AnnealOption = None,
+    order: OrderOption = None,
     seed: SeedOption = None,
     max_seconds: MaxSecondsOption = None,
     patience: Optional[int] = typer.Option(None, "--patience", callback=at_least_one, help="Stop when the dev "
@@ -455,6 +452,18 @@ def _bench_problem(data: str, limit: Optional[int], root: Optional[Root]):
     return problem, uas_scorer(featurizer, dev_sents, chosen)
 
 
+# options shared by the bench commands
+RunSecondsOption = Annotated[Optional[float], typer.Option("--max-seconds", help="Time budget of each run.",
+                                                           show_default="no limit")]
+RunPassesOption = Annotated[Optional[int], typer.Option("--passes", help="Pass (iteration) limit of each run.",
+                                                        show_default="the trainers'")]
+RunSeedOption = Annotated[int, typer.Option("--seed", help="Seed of the runs' random choices.")]
+LimitOption = Annotated[Optional[int], typer.Option("--limit", help="Use only the first N training sentences.",
+                                                    show_default="all")]
+BenchRootOption = Annotated[Optional[Root], typer.Option("--root", help="Tree space (of a parsing set).",
+                                                         show_default="the data set's")]
+
+
 @bench_app.command("optimizers")
 def bench_optimizers(
     out: Path = typer.Option(..., "--out", "-o", help="Folder for curves.csv, summary.json, summary.md, *.png."),
@@ -466,14 +475,11 @@ def bench_optimizers(
                                            "/random or /gap sets the order.",
                                            show_default="eg-ll,lbfgs,sgd,eg-ll-batch for ll; eg-mm,cutting-plane,bcfw "
                                                         "for mm"),
-    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Time budget of each run.",
-                                                show_default="no limit"),
-    passes: Optional[int] = typer.Option(None, "--passes", help="Pass (iteration) limit of each run.",
-                                         show_default="the trainers'"),
-    seed: int = typer.Option(0, "--seed", help="Seed of the runs' random choices."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N training sentences.",
-                                        show_default="all"),
-    root: Optional[Root] = typer.Option(None, "--root", help="Tree space.", show_default="the data set's"),
+    max_seconds: RunSecondsOption = None,
+    passes: RunPassesOption = None,
+    seed: RunSeedOption = 0,
+    limit: LimitOption = None,
+    root: BenchRootOption = None,
 ) -> None:
     """Run several trainers on one objective and C; write curves, plots and a summary."""
     from egnlp.bench import DEFAULT_TRAINERS, compare_optimizers, run_spec, write_optimizer_report
@@ -515,9 +521,8 @@ def bench_path(
     tol: float = typer.Option(1e-3, "--tol", help="Relative duality gap at which each C stops."),
     passes: Optional[int] = typer.Option(None, "--passes", help="Pass limit for each C.",
                                          show_default="the trainer's"),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N training sentences.",
-                                        show_default="all"),
-    root: Optional[Root] = typer.Option(None, "--root", help="Tree space.", show_default="the data set's"),
+    limit: LimitOption = None,
+    root: BenchRootOption = None,
 ) -> None:
     """A warm-started path of C values (each from the last solution): the paper's Table 3."""
     from egnlp.bench import run_path, write_path_report
@@ -554,15 +559,11 @@ def bench_rates(
                                            "(egr's a-priori step).",
                                            show_default="egr, egr/paper, eg-mm-batch/fixed, eg-mm, eg-mm/gap, bcfw, "
                                                         "bcfw/gap, cutting-plane"),
-    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Time budget of each run.",
-                                                show_default="no limit"),
-    passes: Optional[int] = typer.Option(None, "--passes", help="Pass (iteration) limit of each run.",
-                                         show_default="the trainers'"),
-    seed: int = typer.Option(0, "--seed", help="Seed of the runs' random choices."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N training sentences.",
-                                        show_default="all"),
-    root: Optional[Root] = typer.Option(None, "--root", help="Tree space of a parsing set.",
-                                        show_default="the data set's"),
+    max_seconds: RunSecondsOption = None,
+    passes: RunPassesOption = None,
+    seed: RunSeedOption = 0,
+    limit: LimitOption = None,
+    root: BenchRootOption = None,
 ) -> None:
     """Duality gap against iterations on the max-margin objective: iterations and seconds to relative
     gaps 1e-1 to 1e-4 and the slope of log(gap) against log(iterations) over the last decade

@@ -172,6 +172,13 @@ SeedOption = Annotated[Optional[int], typer.Option(
 MaxSecondsOption = Annotated[Optional[float], typer.Option(
     "--max-seconds", help="Stop after the pass that brings the optimisation time past this many seconds.",
     show_default="no limit")]
+OrderOption = Annotated[Optional[Order], typer.Option(
+    "--order", help="EG, BCFW: example order, random (a fresh permutation per pass), cyclic, or gap (draws in "
+    "proportion to each example's share of the duality gap).", show_default="random")]
+AnnealOption = Annotated[Optional[bool], typer.Option(
+    "--anneal/--no-anneal", help="EG: start at 10 C and decay to C (much faster for small C).", show_default="on")]
+
+
 def at_least_one(value: Optional[int]) -> Optional[int]:
     """A count option's value, checked: None or a whole number >= 1 (else a command-line error)."""
     if value is not None and value < 1:

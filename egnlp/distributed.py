@@ -45,7 +45,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from egnlp.api import DEFAULT_PARSER_C, _labeler, build_parsing_problem, training_data, uas_scorer
+from egnlp.api import DEFAULT_PARSER_C, _labeler, build_parsing_problem, model_info, uas_scorer
 from egnlp.corpora import Sentence, guess_root
 from egnlp.parser.model import Parser
 from egnlp.parser.trees import PROJECTIVE, choose_tree
@@ -315,18 +315,9 @@ def train_parser_dask(client: Any, train: Sequence[Sentence], dev: Sequence[Sent
     dev_score = uas_scorer(featurizer, dev, root, tree) if dev else None
     result = fit_cocoa(client, featurizer, train, root, tree, spec.objective, K, config=config, dev=dev_score,
                        callbacks=tuple(callbacks), state=state)
-    info = {
-        "trainer": trainer,
-        "config": dataclasses.asdict(config),
-        "distributed": {"engine": "dask", "method": "cocoa+", "shards": K, "sigma": K},
-        "data": training_data(train, dev, data),
-        "settings": {"root": given_root, "tree": given_tree, "tags": tags, "feature_mode": feature_mode,
-                     "hash_bits": hash_bits, "labels": labels},
-        "train_sentences": len(train),
-        "n_features": featurizer.n_features,
-        "extract_seconds": extract_seconds,
-        "converged": result.converged,
-        "final": result.final.as_dict(),
-    }
+    info = model_info(trainer, dataclasses.asdict(config), train, dev, data,
+                      {"root": given_root, "tree": given_tree, "tags": tags, "feature_mode": feature_mode,
+                       "hash_bits": hash_bits, "labels": labels}, featurizer, extract_seconds, result)
+    info["distributed"] = {"engine": "dask", "method": "cocoa+", "shards": K, "sigma": K}
     labeler = _labeler(featurizer, train, labels, info)
     return Parser(featurizer, result.weights, root, info, labeler, tree), result

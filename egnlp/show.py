@@ -32,6 +32,7 @@ from xml.sax.saxutils import escape, quoteattr
 from egnlp.corpora import CorpusError, Sentence, parse_conll, read_conll
 from egnlp.corpora.files import decode, write_text_atomic
 from egnlp.corpora.sentence import BLANK
+from egnlp.parser.evaluate import check_same_words
 
 # Layout, in SVG user units (pixels at 100%).
 FONT_SIZE = 14
@@ -116,7 +117,7 @@ def render_svg(sentence: Sentence, pred: Sentence | None = None, *, title: str |
     if pred is None:
         panels.append((sentence, gold_arcs, {}, title or where(sentence)))
     else:
-        check_same_words(sentence, pred)
+        check_same_words(sentence, pred, f"{where(sentence)} vs {where(pred)}")
         wrong = wrong_arcs(sentence, pred)
         labelled = any(label != BLANK for label in pred.deprels)
         words = len(sentence)
@@ -225,16 +226,6 @@ def start_offsets(arcs: Sequence[Arc], widths: Sequence[float]) -> dict[int, flo
         for rank, arc in enumerate(group):
             out[arc.dependent] = side * (5 + rank * step)
     return out
-
-
-def check_same_words(gold: Sentence, pred: Sentence) -> None:
-    """Raise a CorpusError naming both files unless the two sentences have the same words."""
-    here = f"{where(gold)} vs {where(pred)}"
-    if len(gold) != len(pred):
-        raise CorpusError(f"{here}: gold has {len(gold)} words but the prediction has {len(pred)}")
-    for position, (g, p) in enumerate(zip(gold.forms, pred.forms), start=1):
-        if g != p:
-            raise CorpusError(f"{here}: word {position} is {g!r} in gold but {p!r} in the prediction")
 
 
 def where(sentence: Sentence) -> str:

@@ -23,9 +23,9 @@ from typing import Optional
 
 import typer
 
-from egnlp.console import (CRF_C, CRF_TRAINER, FORMAT_HELP, MAXENT_BEAM, MAXENT_PASSES, MAXENT_SIGMA2,
+from egnlp.console import (AnnealOption, OrderOption, CRF_C, CRF_TRAINER, FORMAT_HELP, MAXENT_BEAM, MAXENT_PASSES, MAXENT_SIGMA2,
                            MAXENT_TRAINER, USER_ERRORS, Column, DaskOption, DataOption, DevOption, EncodingOption, InputFormat,
-                           JobsOption, JsonOption, MaxSecondsOption, ModelKind, ModelOut, Order, OutputFormat,
+                           JobsOption, JsonOption, MaxSecondsOption, ModelKind, ModelOut, OutputFormat,
                            QuietOption, SaveOnInterruptOption, SeedOption, TaggedFormat, TaggerTrainerName, TextOut,
                            TrainingProgress, TrainOption, fail, interrupted, model_file, new_app, note, print_json,
                            report_rate, write_output)
@@ -82,11 +82,8 @@ def tagger_train(
                                            show_default=f"{MAXENT_SIGMA2:g}"),
     passes: Optional[int] = typer.Option(None, "--passes", help="Pass limit.", show_default="the trainer's"),
     tol: Optional[float] = typer.Option(None, "--tol", help="Convergence tolerance.", show_default="the trainer's"),
-    anneal: Optional[bool] = typer.Option(None, "--anneal/--no-anneal", help="EG trainers: start at 10 C and decay "
-                                          "to C.", show_default="on"),
-    order: Optional[Order] = typer.Option(None, "--order", help="EG and BCFW trainers: example order, random (a "
-                                          "fresh permutation per pass), cyclic, or gap (draws in proportion to each "
-                                          "example's share of the duality gap).", show_default="random"),
+    anneal: AnnealOption = None,
+    order: OrderOption = None,
     max_seconds: MaxSecondsOption = None,
     seed: SeedOption = None,
     beam: Optional[int] = typer.Option(None, "--beam", help="maxent: beam width of decoding.",

@@ -109,14 +109,19 @@ def attachment_scores(gold: Sequence[Sentence], pred: Sequence[Sentence]) -> dic
     }
 
 
-def _check_pair(index: int, gold: Sentence, pred: Sentence) -> None:
-    """Raise a CorpusError naming sentence ``index`` unless the two sides match."""
-    where = f"sentence {index} ({gold.source}:{gold.line} vs {pred.source}:{pred.line})"
+def check_same_words(gold: Sentence, pred: Sentence, where: str) -> None:
+    """Raise a CorpusError starting with ``where`` unless the two sentences have the same words."""
     if len(gold) != len(pred):
         raise CorpusError(f"{where}: gold has {len(gold)} tokens but the prediction has {len(pred)}")
     for position, (gold_form, pred_form) in enumerate(zip(gold.forms, pred.forms), start=1):
         if gold_form != pred_form:
-            raise CorpusError(f"{where}: token {position} is '{gold_form}' in gold but '{pred_form}' in the prediction")
+            raise CorpusError(f"{where}: token {position} is {gold_form!r} in gold but {pred_form!r} in the prediction")
+
+
+def _check_pair(index: int, gold: Sentence, pred: Sentence) -> None:
+    """Raise a CorpusError naming sentence ``index`` unless the two sides match."""
+    where = f"sentence {index} ({gold.source}:{gold.line} vs {pred.source}:{pred.line})"
+    check_same_words(gold, pred, where)
     if gold.heads is None:
         raise CorpusError(f"{where}: the gold sentence has no heads")
     if pred.heads is None:

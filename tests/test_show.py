@@ -208,7 +208,7 @@ def test_cli_errors(tmp_path: Path, ud: list[Sentence]) -> None:
     write_conll(shifted, [sentences[1], sentences[0], sentences[2]])
     message = error(gold, shifted, "--sentence", 1)
     assert message.startswith(f"error: {gold}:{sentences[0].line}") and f"vs {shifted}:" in message
-    assert "in gold but" in message or "words but the prediction has" in message
+    assert "in gold but" in message or "tokens but the prediction has" in message
     assert error("-", "-") == "error: gold and prediction cannot both be read from stdin ('-')"
     assert error(gold, gold, "--gold", gold) == ("error: give the gold file either first (GOLD PRED) or with "
                                                  "--gold, not both")
