@@ -24,12 +24,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Sequence
 
 import numpy as np
-from nltk.parse.api import ParserI
-from nltk.parse.dependencygraph import DependencyGraph
 
 from egnlp.corpora import Sentence
 from egnlp.corpora.blocks import map_blocks
 from egnlp.corpora.sentence import BLANK, CPOS, DEPREL, FEATS, FORM, HEAD, LEMMA, POS
+from egnlp.corpora.nltk_bases import NLTKBase, nltk_base
 from egnlp.corpora.files import ModelError, check_arrays, check_labels, read_npz, write_npz_atomic
 from egnlp.features.arc_featurizer import ArcFeaturizer
 from egnlp.features.arc_templates import TEMPLATES_VERSION, EncodedCorpus
@@ -50,7 +49,8 @@ TAGGER_COLUMNS = {"upos": "upos", "xpos": "xpos", "pos": "xpos"}
 UNLABELED_ROOT = "ROOT"  # the relation of root arcs in the graphs of an unlabeled parser (NLTK's default)
 
 
-class Parser(ParserI):
+@nltk_base("nltk.parse.api", "ParserI")
+class Parser(NLTKBase):
     """A first-order dependency parser, with a second-stage arc labeler when trained on labels.
 
     ``tree`` (projective, non-projective) and ``root`` (single, multi) are the
@@ -58,7 +58,8 @@ class Parser(ParserI):
     :class:`~egnlp.parser.labeler.ArcLabeler`, or None for an unlabeled
     parser) gives every predicted arc its DEPREL.
 
-    It is an NLTK parser (:class:`nltk.parse.api.ParserI`): :meth:`parse`
+    It is an NLTK parser (:class:`nltk.parse.api.ParserI`, attached when NLTK is imported: see
+    :mod:`egnlp.corpora.nltk_bases`): :meth:`parse`
     and :meth:`parse_sents` take sentences as lists of tokens and give
     :class:`nltk.parse.DependencyGraph` objects.  ``tagger`` (any NLTK
     tagger, or a mapping ``{"upos": tagger, "xpos": tagger}``) tags
@@ -182,6 +183,8 @@ class Parser(ParserI):
         built = self._sentences(list(sentences), tagger if tagger is not None else self.tagger)
         words = [s for s in built if len(s)]
         parsed = iter(self.parse_corpus(words) if words else [])
+        from nltk.parse.dependencygraph import DependencyGraph
+
         graphs = [self._graph(next(parsed)) if len(s) else DependencyGraph() for s in built]
         return iter([iter([graph]) for graph in graphs])
 
@@ -260,6 +263,8 @@ class Parser(ParserI):
 
     def _graph(self, sentence: Sentence) -> DependencyGraph:
         """The parsed ``sentence`` as an NLTK DependencyGraph (see :meth:`parse_sents`)."""
+        from nltk.parse.dependencygraph import DependencyGraph
+
         graph = DependencyGraph()
         labeled = self.labeler is not None
         for address, row in enumerate(sentence.rows, start=1):

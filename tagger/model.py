@@ -26,15 +26,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, Sequence
 
 import numpy as np
-from nltk.tag.api import TaggerI
 
 from egnlp.corpora import Sentence
 from egnlp.corpora.blocks import map_blocks
 from egnlp.corpora.sentence import LABEL_COLUMNS
 from egnlp.corpora.files import ModelError, check_arrays, pack_strings, read_npz, unpack_strings, write_npz_atomic
+from egnlp.corpora.nltk_bases import NLTKBase, nltk_base
 from egnlp.tagger.crf import CRFModel
 from egnlp.tagger.maxent import MaxentModel
-from egnlp.tagger.text import sentences_and_tokens
 
 FORMAT_VERSION = 2  # 2: a checksum and the arrays' records
 MODEL_KIND = "egnlp-tagger"
@@ -97,10 +96,12 @@ def _show(token: Any) -> str:
     return f"{text[:40] + '...' if len(text) > 40 else text} ({type(token).__name__})"
 
 
-class Tagger(TaggerI):
+@nltk_base("nltk.tag.api", "TaggerI")
+class Tagger(NLTKBase):
     """A POS tagger or chunker over tokens, raw text or corpora.
 
-    It is an NLTK tagger (:class:`nltk.tag.api.TaggerI`): :meth:`tag`,
+    It is an NLTK tagger (:class:`nltk.tag.api.TaggerI`, attached when NLTK is imported: see
+    :mod:`egnlp.corpora.nltk_bases`): :meth:`tag`,
     :meth:`tag_sents`, and from NLTK ``accuracy(gold)``, ``confusion``,
     ``evaluate_per_tag`` on gold sentences of ``(word, tag)`` pairs.
 
@@ -171,6 +172,8 @@ class Tagger(TaggerI):
 
     def tag_sentences(self, text: str, *, pos_tagger: "Tagger | None" = None) -> list[list[tuple[str, str]]]:
         """Split raw ``text`` into sentences and tokens (:mod:`egnlp.tagger.text`) and tag each sentence."""
+        from egnlp.tagger.text import sentences_and_tokens  # NLTK's tokenizers: imported when text comes
+
         tokens_list = sentences_and_tokens(text)
         labels = self.predict(tokens_list, pos_tagger=pos_tagger)
         return [list(zip(toks, labs)) for toks, labs in zip(tokens_list, labels)]
@@ -199,6 +202,8 @@ class Tagger(TaggerI):
         items: list[list[list[Any]]] = []  # per sentence: its pieces (text gives one per sentence it holds)
         for number, sentence in enumerate(sentences, start=1):
             if isinstance(sentence, str):
+                from egnlp.tagger.text import sentences_and_tokens
+
                 items.append(sentences_and_tokens(sentence))
             elif isinstance(sentence, Iterable) and not isinstance(sentence, (bytes, Mapping)):
                 items.append([list(sentence)])
