@@ -61,7 +61,9 @@ import functools
 import io
 import os
 import random
+import re
 import sys
+import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -195,11 +197,7 @@ class _ShuffledDocuments(_NLTKPackage):
 
     def _all_documents(self) -> list[str]:
         """The sorted file ids; the split is only defined for the expected number of them."""
-        import nltk
-        from nltk.corpus.reader import find_corpus_fileids
-
-        root = nltk.data.find(_resource(self.package) + "/")
-        ids = sorted(find_corpus_fileids(root, self.pattern))
+        ids = sorted(name for name in _package_files(self.package) if re.match(self.pattern, name))
         if len(ids) != self.n_documents:
             raise DataNotFoundError(
                 f"NLTK package '{_resource(self.package)}' has {len(ids)} documents, expected {self.n_documents}; "
@@ -503,16 +501,52 @@ def _load_file(package: str, filename: str, encoding: str, parse: Parser) -> tup
 
     Sentences are named ``{package}/{filename}`` in messages.
     """
-    import nltk
-
     source = f"{package}/{filename}"
+    root, inner = _package_root(package)
     try:
-        pointer = nltk.data.find(f"{_resource(package)}/{filename}")
-    except LookupError:
+        if inner is None:
+            with open(os.path.join(root, *filename.split("/")), "rb") as handle:
+                data = handle.read()
+        else:
+            with zipfile.ZipFile(root) as archive:
+                data = archive.read(inner + filename)
+    except (OSError, KeyError):
         raise DataNotFoundError(
             f"NLTK package '{_resource(package)}' has no file '{filename}'; "
             f"reinstall it with nltk.download('{package}', force=True)"
         ) from None
-    with pointer.open() as handle:
-        data = handle.read()
     return tuple(parse(decode(data, source, encoding), source))
+
+
+def _package_root(package: str) -> tuple[str, str | None]:
+    """Where an installed NLTK corpus package is, found as ``nltk.data.find`` finds it (a folder
+    anywhere on the data path before a zip): ``(folder, None)`` or ``(zip file, prefix of its
+    members)``.  Reading the files ourselves spares every command that reads a data set importing
+    NLTK (and SciPy with it)."""
+    folders = _data_path()
+    for folder in folders:
+        path = os.path.join(folder, _resource(package))
+        if os.path.isdir(path):
+            return path, None
+    for folder in folders:
+        path = os.path.join(folder, _resource(package) + ".zip")
+        if os.path.isfile(path):
+            return path, f"{package}/"
+    raise DataNotFoundError(f"NLTK package '{_resource(package)}' is not installed; "
+                            f"install it with nltk.download('{package}')")
+
+
+def _package_files(package: str) -> list[str]:
+    """The file names of an installed package, relative to it with '/' separators (as NLTK's
+    ``find_corpus_fileids`` lists them: folders and hidden folders left out)."""
+    root, inner = _package_root(package)
+    if inner is not None:
+        with zipfile.ZipFile(root) as archive:
+            return [name[len(inner):] for name in archive.namelist()
+                    if name.startswith(inner) and not name.endswith("/") and len(name) > len(inner)]
+    names = []
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
+        rel = os.path.relpath(folder, root)
+        names += [name if rel == "." else f"{rel.replace(os.sep, '/')}/{name}" for name in files]
+    return names

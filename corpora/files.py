@@ -169,8 +169,8 @@ def _write_atomic(target: Path, write: Callable[[IO[bytes]], None]) -> None:
         raise IsADirectoryError(errno.EISDIR, "is a folder, not a file")
     temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
     try:
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        with os.fdopen(descriptor, "wb") as handle:
+        descriptor = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+        with os.fdopen(descriptor, "w+b") as handle:
             _lock(descriptor)
             write(handle)
             handle.flush()
@@ -215,6 +215,14 @@ def model_bytes(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> by
         ValueError: an array named ``meta``, a name that is not an identifier,
             ``meta`` with an ``arrays`` entry, or a dtype a model file may not hold.
     """
+    buffer = io.BytesIO()
+    _write_model(buffer, arrays, meta)
+    return buffer.getvalue()
+
+
+def _write_model(handle: IO[bytes], arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
+    """Write the model file of :func:`model_bytes` to ``handle`` (empty, seekable and readable),
+    the arrays straight from memory (no copy of the whole file is made)."""
     if "meta" in arrays or "arrays" in meta:
         raise ValueError("an array may not be named 'meta', nor metadata hold 'arrays'")
     payload = {}
@@ -227,9 +235,20 @@ def model_bytes(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> by
         records[name] = {"dtype": array.dtype.str, "shape": list(array.shape)}
     text = json.dumps({**meta, "arrays": records}, sort_keys=True)
     payload["meta"] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-    buffer = io.BytesIO()
-    np.savez(buffer, **payload)
-    return add_checksum(buffer.getvalue())
+    np.savez(handle, **payload)
+    # the checksum comment (add_checksum), in place: the comment length, the mark, then the digest
+    end = handle.seek(0, io.SEEK_END)
+    handle.seek(end - 22)
+    record = handle.read(22)
+    if len(record) != 22 or record[:4] != b"PK\x05\x06" or record[-2:] != b"\x00\x00":
+        raise ValueError("not a zip archive without a comment")
+    handle.seek(end - 2)
+    handle.write(struct.pack("<H", len(CHECKSUM_MARK) + CHECKSUM_LENGTH) + CHECKSUM_MARK)
+    handle.seek(0)
+    digest = hashlib.sha256()
+    for chunk in iter(lambda: handle.read(1 << 20), b""):
+        digest.update(chunk)
+    handle.write(digest.hexdigest().encode("ascii"))
 
 
 def add_checksum(data: bytes) -> bytes:
@@ -245,18 +264,19 @@ def add_checksum(data: bytes) -> bytes:
 
 
 def write_npz_atomic(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
-    """Save ``arrays`` and ``meta`` as a model file (:func:`model_bytes`) at ``path``, atomically.
+    """Save ``arrays`` and ``meta`` as a model file (:func:`model_bytes`) at ``path``, atomically,
+    written straight to the file.
 
     The folder is created when it does not exist.
 
     Raises:
         ModelError: the file cannot be written.
+        ValueError: as :func:`model_bytes` (nothing is left at ``path`` then).
     """
     target = Path(path)
-    data = model_bytes(arrays, meta)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomic(target, lambda handle: handle.write(data))
+        _write_atomic(target, lambda handle: _write_model(handle, arrays, meta))
     except OSError as error:
         raise ModelError(_write_error(target, error)) from None
 

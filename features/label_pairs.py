@@ -17,22 +17,72 @@ import numpy as np
 from numba import njit
 
 
-def seen_pairs(pred: np.ndarray, label: np.ndarray, n_predicates: int,
-               n_labels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The features of observed (predicate, label) occurrences, and how often each was seen.
+@njit(cache=True)
+def distinct_rows(ev_ptr, ev_pred):
+    """Each event's predicates sorted with repeats dropped: CSR ``(ptr int64, pred int32)``, as
+    ``np.unique`` over (event, predicate) pairs gives them, without its (N x 8)-byte temporaries."""
+    n = ev_ptr.shape[0] - 1
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    out = np.empty(ev_pred.shape[0], dtype=np.int32)
+    c = 0
+    for i in range(n):
+        row = np.sort(ev_pred[ev_ptr[i]:ev_ptr[i + 1]])
+        for j in range(row.shape[0]):
+            if j == 0 or row[j] != row[j - 1]:
+                out[c] = row[j]
+                c += 1
+        ptr[i + 1] = c
+    return ptr, out[:c].copy()
 
-    Args:
-        pred, label: one entry per occurrence (the same length), int.
 
-    Returns:
-        ``(feat_ptr (P+1,), feat_pred (n,), feat_label (n,), counts (n,))``,
-        features sorted by predicate then label.
+@njit(cache=True)
+def columns_and_pairs(ptr, pred, labels, n_predicates, n_labels):
+    """The column format of the rows ``(ptr, pred)`` and the (predicate, label) pairs seen.
+
+    Returns ``(pr_ptr (P+1,), pr_event (N,) int32, feat_ptr (P+1,), feat_pred, feat_label, counts)``:
+    the events of predicate p in order at ``pr_event[pr_ptr[p]:pr_ptr[p + 1]]`` (a stable sort of
+    the entries by predicate), and the (predicate, label) pairs seen (sorted by predicate then label) with how
+    often each was seen (``counts`` float64).
     """
-    keys, counts = np.unique(np.asarray(pred, dtype=np.int64) * n_labels + np.asarray(label, dtype=np.int64),
-                             return_counts=True)
-    feat_pred, feat_label = keys // n_labels, keys % n_labels
-    feat_ptr = np.searchsorted(feat_pred, np.arange(n_predicates + 1)).astype(np.int64)
-    return feat_ptr, feat_pred.astype(np.int64), feat_label.astype(np.int64), counts
+    n = ptr.shape[0] - 1
+    pr_ptr = np.zeros(n_predicates + 1, dtype=np.int64)
+    for q in range(pred.shape[0]):
+        pr_ptr[pred[q] + 1] += 1
+    for p in range(n_predicates):
+        pr_ptr[p + 1] += pr_ptr[p]
+    fill = pr_ptr[:-1].copy()
+    pr_event = np.empty(pred.shape[0], dtype=np.int32)
+    for i in range(n):
+        for q in range(ptr[i], ptr[i + 1]):
+            pr_event[fill[pred[q]]] = i
+            fill[pred[q]] += 1
+    seen = np.zeros(n_labels, dtype=np.int64)
+    n_feat = 0
+    for p in range(n_predicates):  # count the pairs first, then fill them
+        for q in range(pr_ptr[p], pr_ptr[p + 1]):
+            y = labels[pr_event[q]]
+            if seen[y] == 0:
+                n_feat += 1
+            seen[y] += 1
+        for q in range(pr_ptr[p], pr_ptr[p + 1]):
+            seen[labels[pr_event[q]]] = 0
+    feat_ptr = np.zeros(n_predicates + 1, dtype=np.int64)
+    feat_pred = np.empty(n_feat, dtype=np.int64)
+    feat_label = np.empty(n_feat, dtype=np.int64)
+    counts = np.empty(n_feat)
+    f = 0
+    for p in range(n_predicates):
+        for q in range(pr_ptr[p], pr_ptr[p + 1]):
+            seen[labels[pr_event[q]]] += 1
+        for y in range(n_labels):
+            if seen[y] > 0:
+                feat_pred[f] = p
+                feat_label[f] = y
+                counts[f] = seen[y]
+                f += 1
+                seen[y] = 0
+        feat_ptr[p + 1] = f
+    return pr_ptr, pr_event, feat_ptr, feat_pred, feat_label, counts
 
 
 @njit(cache=True)

@@ -455,3 +455,30 @@ def test_guess_root() -> None:
 def test_sentence_from_rows() -> None:
     sentence = Sentence(rows=(tuple(conll_line(1, "A", 0).split("\t")),))
     assert len(sentence) == 1 and sentence.heads == [0] and sentence.lines() == [conll_line(1, "A", 0)]
+
+
+def test_packages_read_from_a_folder_as_from_the_zip(tmp_path, monkeypatch) -> None:
+    """A corpus package unzipped in a folder of the data path reads as the zip does (NLTK's own
+    lookup order: a folder anywhere on the path before a zip), without importing NLTK's finder."""
+    import zipfile
+
+    from egnlp.corpora import datasets
+
+    zipped = load_dataset("es", "train")
+    source = next(Path(d) / "corpora" / "conll2007.zip" for d in nltk.data.path
+                  if (Path(d) / "corpora" / "conll2007.zip").is_file())  # the zip of the shared data path
+    with zipfile.ZipFile(source) as archive:
+        archive.extractall(tmp_path / "corpora")
+    monkeypatch.setattr(datasets, "_data_path", lambda: [str(tmp_path), str(source.parent.parent)])
+    datasets._load_file.cache_clear()
+    try:
+        assert datasets._package_root("conll2007") == (str(tmp_path / "corpora" / "conll2007"), None)
+        assert sorted(datasets._package_files("conll2007")) == ["README", "esp.test", "esp.train", "eus.test",
+                                                                "eus.train"]
+        unzipped = load_dataset("es", "train")
+        assert [s.rows for s in unzipped] == [s.rows for s in zipped]
+        monkeypatch.setattr(datasets, "_data_path", lambda: [str(tmp_path / "none")])
+        with pytest.raises(DataNotFoundError, match="conll2007"):
+            datasets._package_root("conll2007")
+    finally:
+        datasets._load_file.cache_clear()

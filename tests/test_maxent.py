@@ -373,3 +373,53 @@ def test_chunking_uses_pos_inputs():
     assert acc > 0.85
     with pytest.raises(ValueError, match="POS"):
         model.predict(ttoks)
+
+
+def _reference_problem(ev_ptr, ev_pred, labels, n_labels, n_predicates):
+    """from_events' arrays built independently with numpy sorts: unique (event, predicate) pairs,
+    a stable argsort by predicate and unique (predicate, label) pairs with their counts."""
+    n = labels.shape[0]
+    event = np.repeat(np.arange(n, dtype=np.int64), np.diff(ev_ptr))
+    key = np.unique(event * n_predicates + ev_pred)
+    event, pred = key // n_predicates, key % n_predicates
+    ptr = np.concatenate([[0], np.cumsum(np.bincount(event, minlength=n))])
+    pr_ptr = np.concatenate([[0], np.cumsum(np.bincount(pred, minlength=n_predicates))])
+    pr_ev = event[np.argsort(pred, kind="stable")]
+    pairs, counts = np.unique(pred * n_labels + labels[event], return_counts=True)
+    feat_pred, feat_label = pairs // n_labels, pairs % n_labels
+    feat_ptr = np.searchsorted(feat_pred, np.arange(n_predicates + 1))
+    return ptr, pred, pr_ptr, pr_ev, feat_ptr, feat_pred, feat_label, counts
+
+
+@pytest.mark.parametrize("source", ["conll2000", "es-labeler"])
+def test_from_events_equals_numpy_construction(source) -> None:
+    """The CSR rows (repeats dropped), columns and seen (predicate, label) pairs of from_events are
+    those of an independent numpy construction, on the maxent tagger's events and on the arc
+    labeler's (whose events repeat predicates)."""
+    if source == "conll2000":
+        events = training_events(*_pos("train.txt", 0, 300))
+        ev_ptr, ev_pred, gold, L, P = events.ev_ptr, events.ev_pred, events.gold, len(events.labels), \
+            len(events.predicates)
+    else:
+        from egnlp.corpora import load_dataset
+        from egnlp.features.arc_featurizer import ArcFeaturizer
+        from egnlp.features.hashing import KeyTable
+        from egnlp.parser.labeler import arc_label_keys, predicate_ids
+
+        train = load_dataset("es", "train")[:300]
+        featurizer = ArcFeaturizer()
+        ev_ptr, keys = arc_label_keys(train, featurizer.encode(train), [s.heads for s in train])
+        table = KeyTable(np.unique(keys))
+        ev_ptr, ev_pred = predicate_ids(table, ev_ptr, keys)
+        names = sorted({d for s in train for d in s.deprels})
+        gold = np.array([names.index(d) for s in train for d in s.deprels])
+        L, P = len(names), len(table)
+    assert np.diff(ev_ptr).sum() > np.unique(np.repeat(np.arange(len(gold)), np.diff(ev_ptr)) * P + ev_pred).size \
+        or source == "conll2000"  # the labeler's events do repeat predicates
+    problem = MaxentProblem.from_events(ev_ptr, ev_pred, gold, L, P)
+    expected = _reference_problem(np.asarray(ev_ptr), np.asarray(ev_pred, dtype=np.int64), np.asarray(gold), L, P)
+    got = (problem.ev_ptr, problem.ev_pred, problem.pr_ptr, problem.pr_ev, problem.feat_ptr, problem.feat_pred,
+           problem.feat_label, problem.emp)
+    for name, a, b in zip(["ev_ptr", "ev_pred", "pr_ptr", "pr_ev", "feat_ptr", "feat_pred", "feat_label", "emp"],
+                          got, expected):
+        np.testing.assert_array_equal(a, b, err_msg=name)

@@ -48,6 +48,7 @@ from egnlp.corpora.files import (
     ModelError,
     add_checksum,
     model_bytes,
+    read_npz,
     write_npz_atomic,
     write_text_atomic,
 )
@@ -723,3 +724,22 @@ def test_kill_9_leaves_no_partial_output_and_the_next_write_cleans_up(folder: Pa
     write_text_atomic(target, "new\n")
     assert target.read_text(encoding="utf-8") == "new\n"
     assert not list(folder.glob(".killed.conll.*.tmp"))
+
+
+def test_model_file_written_in_place_equals_model_bytes(tmp_path) -> None:
+    """write_npz_atomic writes the archive and its checksum straight to the file: the same bytes as
+    model_bytes builds in memory (which add_checksum's layout also gives), and they load back."""
+    rng = np.random.default_rng(0)
+    arrays = {"weights": rng.normal(size=50_000), "keys": rng.integers(1, 2**63, size=50_000, dtype=np.uint64)}
+    meta = {"kind": "test", "format_version": 1, "note": "ü"}
+    write_npz_atomic(tmp_path / "m.npz", arrays, meta)
+    data = (tmp_path / "m.npz").read_bytes()
+    assert data == model_bytes(arrays, meta)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays, meta=np.frombuffer(json.dumps(
+        {**meta, "arrays": {k: {"dtype": v.dtype.str, "shape": list(v.shape)} for k, v in arrays.items()}},
+        sort_keys=True).encode("utf-8"), dtype=np.uint8))
+    assert data == add_checksum(buffer.getvalue())
+    loaded, got_meta = read_npz(tmp_path / "m.npz", "test", 1)
+    np.testing.assert_array_equal(loaded["weights"], arrays["weights"])
+    assert got_meta["note"] == "ü"

@@ -36,7 +36,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from egnlp.features.label_pairs import label_scores, seen_pairs
+from egnlp.features.label_pairs import columns_and_pairs, distinct_rows, label_scores
 from egnlp.training.records import Callback, DevScorer, PassRecord, Recorder, TrainResult, check_budget
 
 
@@ -134,18 +134,10 @@ class MaxentProblem:
             raise ValueError(f"labels must lie in [0, {n_labels})")
         if ev_pred.size and (ev_pred.min() < 0 or ev_pred.max() >= n_predicates):
             raise ValueError(f"predicate ids must lie in [0, {n_predicates})")
-        event = np.repeat(np.arange(n, dtype=np.int64), np.diff(ev_ptr))
-        # one entry per (event, predicate), rows sorted by predicate
-        key = np.unique(event * max(n_predicates, 1) + ev_pred)
-        event, pred = key // max(n_predicates, 1), key % max(n_predicates, 1)
-        new_ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(event, minlength=n), out=new_ptr[1:])
-        order = np.argsort(pred, kind="stable")
-        pr_ptr = np.zeros(n_predicates + 1, dtype=np.int64)
-        np.cumsum(np.bincount(pred, minlength=n_predicates), out=pr_ptr[1:])
-        feat_ptr, feat_pred, feat_label, emp = seen_pairs(pred, labels[event], n_predicates, n_labels)
-        return cls(int(n_labels), labels, new_ptr, pred.astype(np.int32), pr_ptr, event[order].astype(np.int32),
-                   feat_ptr, feat_pred, feat_label, emp.astype(np.float64))
+        new_ptr, pred = distinct_rows(ev_ptr, ev_pred)  # repeated predicates in an event count once
+        pr_ptr, pr_event, feat_ptr, feat_pred, feat_label, emp = columns_and_pairs(new_ptr, pred, labels,
+                                                                                   n_predicates, n_labels)
+        return cls(int(n_labels), labels, new_ptr, pred, pr_ptr, pr_event, feat_ptr, feat_pred, feat_label, emp)
 
     def check_weights(self, w: np.ndarray) -> np.ndarray:
         """``w`` as a contiguous float64 array of one weight per feature, or ValueError."""
