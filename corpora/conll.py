@@ -198,10 +198,12 @@ def check_heads(
     n = len(head_column)
     heads = []
     for i, value in enumerate(head_column):
-        try:
-            head = parse_int_value(value)
-        except ParseException:
-            raise InvalidTreeError(f"{source}:{lines[i]}: HEAD {show_value(value)} is not an integer") from None
+        head = _plain_number(value)
+        if head is None:
+            try:
+                head = parse_int_value(value)
+            except ParseException:
+                raise InvalidTreeError(f"{source}:{lines[i]}: HEAD {show_value(value)} is not an integer") from None
         if not 0 <= head <= n:
             raise InvalidTreeError(f"{source}:{lines[i]}: HEAD {head} is outside 0..{n}")
         if head == i + 1:
@@ -213,6 +215,14 @@ def check_heads(
     if cycle is not None:
         names = " -> ".join(f"{token} '{forms[token - 1]}'" for token in [*cycle, cycle[0]])
         raise InvalidTreeError(f"{source}:{lines[cycle[0] - 1]}: cycle among tokens {names}")
+
+
+def _plain_number(value: str) -> int | None:
+    """``value`` as an int when it is a plain non-negative integer without leading zeros (what
+    conllu's ID and integer patterns accept of such strings, without a regular expression), else None."""
+    if value.isascii() and value.isdigit() and (value[0] != "0" or len(value) == 1):
+        return int(value)
+    return None
 
 
 class _Width:
@@ -310,10 +320,12 @@ def _parse_block(block: Block, source: str, require_heads: bool, width: _Width, 
         columns = tuple(line.split("\t"))
         width.check(len(columns), number)
         check_fields(line, columns, where, COLUMN_NAMES, SPACED_COLUMNS, edge_spaces)
-        try:
-            token_id = parse_id_value(columns[ID])
-        except ParseException:
-            token_id = None
+        token_id = _plain_number(columns[ID])
+        if token_id is None:
+            try:
+                token_id = parse_id_value(columns[ID])
+            except ParseException:
+                token_id = None
         if isinstance(token_id, tuple):
             first, separator, last = token_id
             if columns[ID] != f"{first}{separator}{last}":
