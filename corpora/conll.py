@@ -113,8 +113,9 @@ def read_conll(
 
 
 def parse_conll(text: str, source: str = "<string>", *, require_heads: bool = True,
-                invalid: list[str] | None = None, conllu: bool | None = None) -> list[Sentence]:
-    """Parse CoNLL-X / CoNLL-U text; ``source`` names it in messages.
+                invalid: list[str] | None = None, conllu: bool | None = None, first_line: int = 1) -> list[Sentence]:
+    """Parse CoNLL-X / CoNLL-U text; ``source`` names it in messages, and ``first_line`` is the
+    number of the text's first line there (a piece of a file read in pieces).
 
     See :func:`read_conll` for ``require_heads``, ``invalid``, ``conllu`` and the errors raised.
     """
@@ -127,7 +128,7 @@ def parse_conll(text: str, source: str = "<string>", *, require_heads: bool = Tr
     # counts no lines, so it cannot support these checks, and it is slower: on the UD files (x3, 16.9 MB)
     # parse_incr alone took 2.70 times the CPU time of this whole reader (3.61 s against 1.34 s), and with
     # these checks on the lines rebuilt from its tokens 2.12 times (benchmarks/readers.py).
-    for block in split_blocks(text):
+    for block in split_blocks(text, first_line):
         try:
             sentences.append(_parse_block(block, source, require_heads, width, lemma_spaces))
         except InvalidTreeError as error:
@@ -155,13 +156,14 @@ def write_conll(path: str | os.PathLike[str], sentences: Iterable[Sentence], *, 
     write_text_atomic(path, format_conll(sentences), encoding=encoding)
 
 
-def split_blocks(text: str) -> Iterator[Block]:
-    """Yield the non-blank lines of each blank-line-separated block with their line numbers.
+def split_blocks(text: str, first_line: int = 1) -> Iterator[Block]:
+    """Yield the non-blank lines of each blank-line-separated block with their line numbers (the
+    text's first line is number ``first_line``).
 
     Lines holding only whitespace count as blank; a trailing CR is dropped.
     """
     block: Block = []
-    for number, line in enumerate(text.split("\n"), start=1):
+    for number, line in enumerate(text.split("\n"), start=first_line):
         line = line.removesuffix("\r")
         if line.strip():
             block.append((number, line))

@@ -51,7 +51,7 @@ import secrets
 import struct
 import time
 import zipfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -91,14 +91,15 @@ def read_bytes(source: str) -> bytes:
         raise CorpusError(f"{source}: cannot read ({error.strerror})") from None
 
 
-def decode(data: bytes, source: str, encoding: str) -> str:
-    """Decode a file's bytes; a failure names the line and the ``--encoding`` option."""
+def decode(data: bytes, source: str, encoding: str, first_line: int = 1) -> str:
+    """Decode a file's bytes (or a piece of them starting on line ``first_line``); a failure names
+    the line and the ``--encoding`` option."""
     try:
         return data.decode(encoding)
     except LookupError:
         raise CorpusError(f"{source}: unknown encoding '{encoding}'") from None
     except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
+        line = data.count(b"\n", 0, error.start) + first_line
         raise CorpusError(
             f"{source}:{line}: not valid {encoding} (byte 0x{data[error.start]:02x}); "
             "pass --encoding latin-1 if the file uses another encoding"
@@ -192,15 +193,29 @@ def write_text_atomic(path: str | os.PathLike[str], text: str, *, encoding: str 
     Raises:
         CorpusError: the text cannot be encoded or the file cannot be written.
     """
+    write_pieces_atomic(path, (text,), encoding=encoding)
+
+
+def write_pieces_atomic(path: str | os.PathLike[str], pieces: Iterable[str], *, encoding: str = "utf-8") -> None:
+    """Write the concatenation of ``pieces`` to ``path`` atomically, one piece at a time (the text
+    is never whole in memory).  An exception raised by ``pieces`` leaves ``path`` as it was.
+
+    Raises:
+        CorpusError: a piece cannot be encoded or the file cannot be written.
+    """
     target = Path(path)
+
+    def write(handle: IO[bytes]) -> None:
+        for piece in pieces:
+            try:
+                handle.write(piece.encode(encoding))
+            except LookupError:
+                raise CorpusError(f"{target}: unknown encoding '{encoding}'") from None
+            except UnicodeEncodeError as error:
+                raise CorpusError(f"{target}: cannot encode {error.object[error.start]!r} as {encoding}") from None
+
     try:
-        data = text.encode(encoding)
-    except LookupError:
-        raise CorpusError(f"{target}: unknown encoding '{encoding}'") from None
-    except UnicodeEncodeError as error:
-        raise CorpusError(f"{target}: cannot encode {error.object[error.start]!r} as {encoding}") from None
-    try:
-        _write_atomic(target, lambda handle: handle.write(data))
+        _write_atomic(target, write)
     except OSError as error:
         raise CorpusError(_write_error(target, error)) from None
 

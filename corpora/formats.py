@@ -224,9 +224,10 @@ def _mismatch(source: str, number: int, asked: str, found: str, detected: str) -
 
 
 def parse_corpus(text: str, source: str = "<string>", fmt: str | None = None, *, require_heads: bool = True,
-                 invalid: list[str] | None = None) -> tuple[str, list[Sentence]]:
+                 invalid: list[str] | None = None, first_line: int = 1) -> tuple[str, list[Sentence]]:
     """(format, sentences) of text in format ``fmt`` (None: detected; ``conll``: CoNLL-X or CoNLL-U by
-    content) other than plain text.
+    content) other than plain text.  ``first_line``: the number of the text's first line in
+    ``source`` (CoNLL and Malt-TAB text read in pieces).
 
     ``require_heads`` and ``invalid`` are those of :func:`~egnlp.corpora.conll.read_conll` (Malt-TAB
     always has heads, CoNLL-2000 never).
@@ -241,14 +242,23 @@ def parse_corpus(text: str, source: str = "<string>", fmt: str | None = None, *,
         if not text.strip():
             raise CorpusError(f"{source}: no sentences found")
         raise CorpusError(f"{source}: plain text, not a corpus file (CoNLL-U, CoNLL-X, Malt-TAB or CoNLL-2000)")
-    if chosen == MALT:
-        return chosen, parse_malt_tab(text, source)
-    if chosen == CONLL2000:
+    return chosen, parse_as(text, source, chosen, require_heads=require_heads, invalid=invalid, first_line=first_line)
+
+
+def parse_as(text: str, source: str, fmt: str, *, require_heads: bool = True, invalid: list[str] | None = None,
+             first_line: int = 1) -> list[Sentence]:
+    """The sentences of text in ``fmt`` (CoNLL-U, CoNLL-X, Malt-TAB or CoNLL-2000, already told or
+    checked: :func:`parse_corpus` without the check); arguments as for :func:`parse_corpus`."""
+    if fmt == MALT:
+        return parse_malt_tab(text, source, first_line)
+    if fmt == CONLL2000:
         from .tagging import parse_conll2000  # loads NLTK's corpus readers: only for CoNLL-2000 files
 
-        return chosen, parse_conll2000(text, source)
-    return chosen, parse_conll(text, source, require_heads=require_heads, invalid=invalid,
-                               conllu=chosen == CONLLU)
+        return parse_conll2000(text, source)
+    if fmt not in (CONLLU, CONLLX):
+        raise ValueError(f"parse_as reads {CONLLU}, {CONLLX}, {MALT} or {CONLL2000}, not '{fmt}'")
+    return parse_conll(text, source, require_heads=require_heads, invalid=invalid, conllu=fmt == CONLLU,
+                       first_line=first_line)
 
 
 def read_corpus(path: str | os.PathLike[str], fmt: str | None = None, *, encoding: str = "utf-8",

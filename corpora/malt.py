@@ -20,8 +20,9 @@ MALT_COLUMNS = 3
 MALT_NAMES = ("word", "tag", "head")
 
 
-def parse_malt_tab(text: str, source: str) -> list[Sentence]:
-    """Parse Malt-TAB text; ``source`` names it in messages and in ``Sentence.source``.
+def parse_malt_tab(text: str, source: str, first_line: int = 1) -> list[Sentence]:
+    """Parse Malt-TAB text; ``source`` names it in messages and in ``Sentence.source``, where the
+    text's first line is number ``first_line``.
 
     Raises:
         CorpusError: a line without three columns, a malformed field, a
@@ -29,7 +30,7 @@ def parse_malt_tab(text: str, source: str) -> list[Sentence]:
             at all (each named by file and line).
     """
     sentences = []
-    for block in split_blocks(text):
+    for block in split_blocks(text, first_line):
         rows = []
         for number, line in block:
             columns = line.split("\t")

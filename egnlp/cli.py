@@ -21,7 +21,7 @@ from egnlp import __version__
 from egnlp.console import (AnnealOption, OrderOption, EG_PASSES, EG_TOL, FORMAT_HELP, PARSER_C, PARSER_TRAINER, USER_ERRORS, DaskOption, DataOption,
                            DevOption, EncodingOption, JobsOption, JsonOption, MaxSecondsOption, ModelOut, QuietOption,
                            SaveOnInterruptOption, SeedOption, Split, TextOut, TrainerName, TrainingProgress,
-                           TrainOption, TreeFormat, dataset_names, fail, interrupted, model_file, new_app, note,
+                           TrainOption, TreeFormat, dataset_names, fail, interrupted, model_file, new_app, note, write_output_pieces,
                            at_least_one, output_name, print_json, progress_printer, write_output)
 from egnlp.tagger_cli import parse_text_command, tagger_app
 
@@ -277,27 +277,39 @@ def parser_parse(
     The output has the input's columns (CoNLL-X for Malt-TAB input).
     """
     from egnlp.corpora import format_conll
-    from egnlp.inputs import read_sentences
+    from egnlp.inputs import read_sentences, stream_sentences
     from egnlp.parser.model import Parser
 
+    count = 0
     try:
         parser = Parser.load(model_file(model, "MODEL"))
-        _, sentences = read_sentences(input, _format(fmt), command="egnlp parser parse", encoding=encoding,
-                                      require_heads=False)
         start = time.perf_counter()
         if dask is not None:
             from egnlp.distributed import dask_client, parse_on_cluster
 
+            _, sentences = read_sentences(input, _format(fmt), command="egnlp parser parse", encoding=encoding,
+                                          require_heads=False)
             with dask_client(dask, jobs) as client:
                 start = time.perf_counter()  # the time to decode, not to start a cluster
                 parsed = parse_on_cluster(client, parser, sentences)
-        else:
-            parsed = parser.parse_corpus(sentences, jobs=jobs)
+            count = len(parsed)
+            write_output(format_conll(parsed), out)
+        else:  # the input read, parsed and written a piece at a time: memory does not grow with the file
+            _, pieces = stream_sentences(input, _format(fmt), command="egnlp parser parse", encoding=encoding,
+                                         require_heads=False)
+
+            def parsed_pieces():
+                nonlocal count
+                for sentences in pieces:
+                    parsed = parser.parse_corpus(sentences, jobs=jobs)
+                    count += len(parsed)
+                    yield format_conll(parsed)
+
+            write_output_pieces(parsed_pieces(), out)
         seconds = time.perf_counter() - start
-        write_output(format_conll(parsed), out)
     except USER_ERRORS as exc:
         fail(str(exc))
-    note(f"parsed {len(parsed)} sentences in {seconds:.2f} s ({len(parsed) / max(seconds, 1e-9):.0f} sentences/s); "
+    note(f"parsed {count} sentences in {seconds:.2f} s ({count / max(seconds, 1e-9):.0f} sentences/s); "
          f"wrote {output_name(out)}", quiet)
 
 

@@ -24,7 +24,7 @@ import json
 import re
 import signal
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
@@ -299,12 +299,19 @@ def model_file(path: Path, what: str = "--out") -> Path:
 
 def write_output(text: str, out: str | Path | None) -> None:
     """``text`` to the file ``out`` (written atomically), or to stdout when ``out`` is None or ``-``."""
-    if is_stdio(out):
-        typer.echo(text, nl=False)
-    else:
-        from egnlp.corpora.files import write_text_atomic
+    write_output_pieces((text,), out)
 
-        write_text_atomic(out, text)
+
+def write_output_pieces(pieces: Iterable[str], out: str | Path | None) -> None:
+    """The concatenated ``pieces`` to the file ``out`` (written atomically, one piece at a time: an
+    error raised by ``pieces`` leaves no file), or to stdout as they come."""
+    if is_stdio(out):
+        for piece in pieces:
+            typer.echo(piece, nl=False)
+    else:
+        from egnlp.corpora.files import write_pieces_atomic
+
+        write_pieces_atomic(out, pieces)
 
 
 def print_json(value: Any) -> None:

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from egnlp.corpora import CorpusError, Sentence, dataset_task, is_dataset, load_sentences
 from egnlp.corpora.files import decode, read_bytes
 from egnlp.corpora.formats import CONLL2000, CONLLU, CONLLX, FORMAT_NAMES, MALT, TEXT, check_format, \
-    detect_format, parse_corpus
+    detect_format, parse_as, parse_corpus
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
@@ -86,6 +87,81 @@ def read_sentences(source: str, fmt: str | None = None, *, accept: tuple[str, ..
     text, name = read_text(source, encoding)
     chosen = input_format(text, name, fmt, accept, command)
     return parse_corpus(text, name, chosen, require_heads=require_heads, invalid=invalid)
+
+
+PIECE_BYTES = 2 << 20  # a file parsed in pieces is read about this many bytes at a time
+
+
+def _pieces(source: str, piece_bytes: int) -> Iterator[tuple[bytes, int]]:
+    """A file's (or stdin's) bytes in pieces that end after an empty line (the last piece ends where
+    the file does), each with the number of its first line."""
+    if source == STDIN:
+        handle = getattr(sys.stdin, "buffer", None)
+        if handle is None:  # a text stream without bytes (a test's StringIO): read it whole
+            yield sys.stdin.read().encode("utf-8"), 1
+            return
+        close = False
+    else:
+        try:
+            handle = open(source, "rb")
+        except FileNotFoundError:
+            raise CorpusError(f"{source}: no such file") from None
+        except IsADirectoryError:
+            raise CorpusError(f"{source}: is a folder, not a file") from None
+        except OSError as error:
+            raise CorpusError(f"{source}: cannot read ({error.strerror})") from None
+        close = True
+    try:
+        line = 1
+        pending = b""
+        while True:
+            data = handle.read(piece_bytes)
+            pending += data
+            if data:  # the end of the last empty line (0: none yet)
+                lf, crlf = pending.rfind(b"\n\n"), pending.rfind(b"\n\r\n")
+                cut = max(lf + 2 if lf >= 0 else 0, crlf + 3 if crlf >= 0 else 0)
+            else:
+                cut = len(pending)
+            if cut > 0 and (len(pending) >= piece_bytes or not data):
+                yield pending[:cut], line
+                line += pending.count(b"\n", 0, cut)
+                pending = pending[cut:]
+            if not data:
+                if pending:
+                    yield pending, line
+                return
+    except OSError as error:
+        raise CorpusError(f"{source if close else STDIN_NAME}: cannot read ({error.strerror})") from None
+    finally:
+        if close:
+            handle.close()
+
+
+def stream_sentences(source: str, fmt: str | None = None, *, accept: tuple[str, ...] = TREE_FORMATS,
+                     command: str = "egnlp", encoding: str = "utf-8", require_heads: bool = True,
+                     piece_bytes: int = PIECE_BYTES) -> tuple[str, Iterator[list[Sentence]]]:
+    """:func:`read_sentences` for files of any size: (format, the sentences in lists, a piece of
+    about ``piece_bytes`` of the file at a time).  The format is told (or checked) on the first
+    piece; errors, raised as the pieces are read, name the file and its line as for a file read
+    whole.  CoNLL-2000 files are read whole.
+    """
+    name = STDIN_NAME if source == STDIN else source
+    pieces = _pieces(source, piece_bytes)
+    first, line = next(pieces, (b"", 1))
+    text = decode(first, name, encoding, line).removeprefix("\ufeff")
+    chosen = input_format(text, name, fmt, accept, command)
+    if chosen == CONLL2000:  # NLTK's reader takes the whole text
+        rest = b"".join(piece for piece, _ in pieces)
+        text += decode(rest, name, encoding, line + first.count(b"\n"))
+
+    def sentences() -> Iterator[list[Sentence]]:
+        yield parse_as(text, name, chosen, require_heads=require_heads, first_line=line)
+        for piece, at in pieces:
+            if piece.strip():
+                yield parse_as(decode(piece, name, encoding, at), name, chosen, require_heads=require_heads,
+                               first_line=at)
+
+    return chosen, sentences()
 
 
 def training_sets(data: str | None, train: str | os.PathLike[str] | None, dev: str | os.PathLike[str] | None, *,

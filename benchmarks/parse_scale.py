@@ -1,0 +1,125 @@
+"""Whole-process parsing and tagging at scale, printed as a Markdown table.
+
+Run from the project root (``EGNLP_UD_DIR`` must point at the UD files)::
+
+    python benchmarks/parse_scale.py                       # pt_bosque: train, then every measurement
+    python benchmarks/parse_scale.py --runs 5 --big-mb 200 --keep out/
+
+One parser (``egnlp parser train --data pt-bosque --tree auto --passes P``)
+and one UPOS tagger (``egnlp tagger train --train pt_bosque-ud-test.conllu
+--column upos``) are trained first; then, each a separate ``egnlp`` process
+whose CPU seconds (user + system) and peak RSS are the operating system's
+account of the finished child (``os.wait4``), ``--runs`` times in turn (the
+median is printed):
+
+- ``parser parse`` and ``tagger tag`` of ``pt_bosque-ud-dev.conllu`` copied
+  8 times (9,376 sentences, gold tags) with ``--jobs 1`` and ``--jobs 2``:
+  wall seconds, sentences per wall second, the ratio, and whether the two
+  outputs are byte for byte the same;
+- one sentence parsed (``parser parse`` of a one-sentence file);
+- a file of about ``--big-mb`` MB (the 9,376 sentences repeated) parsed with
+  ``--jobs 1``: peak RSS against the one-sentence run's (the model and the
+  runtime), i.e. what reading, parsing and writing the stream adds.
+
+The machine's load moves the seconds, not the memory; run it on a quiet
+machine and read the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CLI = "import sys; from egnlp.cli import main; sys.argv[0] = 'egnlp'; main()"
+
+
+def run(args: list[str]) -> tuple[float, float, float]:
+    """``egnlp ARGS`` in a child process: (wall s, cpu s, peak RSS MB); a failure stops the benchmark."""
+    start = time.perf_counter()
+    child = subprocess.Popen([sys.executable, "-c", CLI, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    error = child.stderr.read().decode(errors="replace").strip()
+    child.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"egnlp {' '.join(args)} failed: {error[-500:]}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
+
+
+def median_run(args: list[str], runs: int) -> tuple[float, float, float]:
+    results = [run(args) for _ in range(runs)]
+    return tuple(statistics.median(r[k] for r in results) for k in range(3))  # type: ignore[return-value]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=3, help="runs of each measurement (median printed; default 3)")
+    ap.add_argument("--passes", type=int, default=10, help="parser training passes (default 10)")
+    ap.add_argument("--big-mb", type=float, default=200.0, help="size of the streamed file in MB (default 200)")
+    ap.add_argument("--keep", help="folder for the models and files (default: a temporary one)")
+    opts = ap.parse_args()
+    ud = os.environ.get("EGNLP_UD_DIR")
+    if not ud:
+        sys.exit("set EGNLP_UD_DIR to the folder of pt_bosque-ud-test.conllu and pt_bosque-ud-dev.conllu")
+    dev = Path(ud, "pt_bosque-ud-dev.conllu").read_text(encoding="utf-8").rstrip("\n") + "\n\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(opts.keep or tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        parser, tagger = str(folder / "parser.npz"), str(folder / "tagger.npz")
+        run(["parser", "train", "--data", "pt-bosque", "--tree", "auto", "--passes", str(opts.passes),
+             "--out", parser, "-q"])
+        run(["tagger", "train", "--train", str(Path(ud, "pt_bosque-ud-test.conllu")), "--column", "upos",
+             "--out", tagger, "-q"])
+        x8 = folder / "dev-x8.conllu"
+        x8.write_text(dev * 8, encoding="utf-8")
+        n_sents = 8 * dev.count("\n\n")
+        rows = []
+        for kind, model, command in (("parse", parser, "parser"), ("tag", tagger, "tagger")):
+            verb = "parse" if kind == "parse" else "tag"
+            outs = {}
+            timing = {}
+            for jobs in (1, 2):
+                out = folder / f"{kind}-j{jobs}.conllu"
+                timing[jobs] = median_run([command, verb, model, str(x8), "--out", str(out), "--jobs", str(jobs),
+                                           "-q"], opts.runs)
+                outs[jobs] = out.read_bytes()
+            same = "yes" if outs[1] == outs[2] else "NO"
+            for jobs in (1, 2):
+                wall, cpu, peak = timing[jobs]
+                rows.append(f"| {command} {verb} --jobs {jobs} | {n_sents:,} sentences | {wall:.2f} | {cpu:.2f} | "
+                            f"{peak:,.0f} | {n_sents / wall:,.0f} | "
+                            f"{timing[1][0] / wall:.2f}x | {same} |")
+        one = folder / "one.conllu"
+        one.write_text(dev.split("\n\n")[0] + "\n\n", encoding="utf-8")
+        wall1, cpu1, peak1 = median_run(["parser", "parse", parser, str(one), "--out", str(folder / "one.out"),
+                                         "--jobs", "1", "-q"], opts.runs)
+        rows.append(f"| parser parse, one sentence | 1 sentence | {wall1:.2f} | {cpu1:.2f} | {peak1:,.0f} | | | |")
+        big = folder / "big.conllu"
+        copies = max(1, round(opts.big_mb * 1e6 / len((dev * 8).encode("utf-8"))))
+        with big.open("w", encoding="utf-8") as handle:
+            for _ in range(copies):
+                handle.write(dev * 8)
+        size = big.stat().st_size / 1e6
+        wallb, cpub, peakb = run(["parser", "parse", parser, str(big), "--out", str(folder / "big.out"),
+                                  "--jobs", "1", "-q"])
+        rows.append(f"| parser parse, {size:,.0f} MB file | {copies * n_sents:,} sentences | {wallb:.1f} | "
+                    f"{cpub:.1f} | {peakb:,.0f} | {copies * n_sents / wallb:,.0f} | | |")
+        model_mb = Path(parser).stat().st_size / 1e6
+    print(f"Whole processes, median of {opts.runs} runs (the {size:,.0f} MB file: one run); "
+          f"parser model file {model_mb:.1f} MB.\n")
+    print("| command | input | wall s | CPU s | peak RSS MB | sentences / s | speed-up over --jobs 1 | "
+          "same output |")
+    print("|---|---|---:|---:|---:|---:|---:|---|")
+    print("\n".join(rows))
+    print(f"\nStreaming: the {size:,.0f} MB file peaks {peakb - peak1:,.0f} MB above the one-sentence run "
+          f"({peak1:,.0f} MB: the model and the runtime).")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""Files read, parsed and written a piece at a time (``egnlp.inputs.stream_sentences``, ``parser parse``).
+
+The pieces of a real UD file give the sentences, line numbers and errors of
+the file read whole; ``parser parse`` writes the same bytes whatever the
+piece size, and an error in a late piece leaves no output file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import egnlp.inputs as inputs
+from egnlp.api import train_parser
+from egnlp.corpora import CorpusError, load_dataset
+from egnlp.inputs import read_sentences, stream_sentences
+from tests.cli_helpers import assert_ok, error_line, run
+
+UD_DEV = Path(os.environ["EGNLP_UD_DIR"]) / "pt_bosque-ud-dev.conllu"
+
+
+def rows_and_lines(sentences):
+    return [(s.rows, s.line, s.aside) for s in sentences]
+
+
+@pytest.mark.parametrize("piece_bytes", [1, 5_000, 300_000, 1 << 30])
+def test_pieces_give_the_sentences_of_the_whole_file(piece_bytes) -> None:
+    fmt, whole = read_sentences(str(UD_DEV), require_heads=False)
+    streamed_fmt, pieces = stream_sentences(str(UD_DEV), require_heads=False, piece_bytes=piece_bytes)
+    lists = list(pieces)
+    assert streamed_fmt == fmt == "conllu"
+    assert rows_and_lines([s for piece in lists for s in piece]) == rows_and_lines(whole)
+    if piece_bytes == 5_000:
+        assert len(lists) > 100  # many pieces, each ending at a sentence's end
+
+
+def test_crlf_and_malt_files_in_pieces(tmp_path) -> None:
+    """Pieces end at empty lines of CRLF files too, and Malt-TAB files stream the same way."""
+    crlf = tmp_path / "crlf.conllu"
+    crlf.write_bytes(UD_DEV.read_bytes().replace(b"\n", b"\r\n"))
+    _, whole = read_sentences(str(crlf), require_heads=False)
+    _, pieces = stream_sentences(str(crlf), require_heads=False, piece_bytes=20_000)
+    lists = list(pieces)
+    assert len(lists) > 10
+    assert rows_and_lines([s for p in lists for s in p]) == rows_and_lines(whole)
+    malt = tmp_path / "wsj.malt"
+    malt.write_text("".join("".join(f"{w}\t{t}\t{h}\n" for w, t, h in zip(s.forms, s.pos, s.heads)) + "\n"
+                            for s in load_dataset("wsj", "test")), encoding="utf-8")
+    fmt, whole = read_sentences(str(malt))
+    streamed_fmt, pieces = stream_sentences(str(malt), piece_bytes=3_000)
+    assert streamed_fmt == fmt == "malt"
+    assert rows_and_lines([s for p in pieces for s in p]) == rows_and_lines(whole)
+
+
+def test_an_error_in_a_late_piece_names_its_line(tmp_path) -> None:
+    lines = UD_DEV.read_text(encoding="utf-8").split("\n")
+    bad_at = next(i for i in range(len(lines) * 3 // 4, len(lines)) if lines[i][:1].isdigit())
+    lines[bad_at] = lines[bad_at].replace("\t", " ", 1)
+    broken = tmp_path / "broken.conllu"
+    broken.write_text("\n".join(lines), encoding="utf-8")
+    with pytest.raises(CorpusError) as whole:
+        read_sentences(str(broken), require_heads=False)
+    _, pieces = stream_sentences(str(broken), require_heads=False, piece_bytes=10_000)
+    with pytest.raises(CorpusError) as streamed:
+        list(pieces)
+    assert str(streamed.value) == str(whole.value)
+    assert f"broken.conllu:{bad_at + 1}:" in str(streamed.value)
+    data = UD_DEV.read_bytes()
+    latin = tmp_path / "latin.conllu"
+    cut = data.index(b"\n\n", len(data) * 3 // 4) + 2
+    latin.write_bytes(data[:cut] + "# text = ação\n".encode("latin-1") + data[cut:])
+    _, pieces = stream_sentences(str(latin), require_heads=False, piece_bytes=10_000)
+    line = data[:cut].count(b"\n") + 1
+    with pytest.raises(CorpusError, match=rf"latin.conllu:{line}: not valid utf-8"):
+        list(pieces)
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("stream") / "pt.npz"
+    parser, _ = train_parser(load_dataset("pt-bosque", "train")[:150], max_passes=2)
+    parser.save(path)
+    return path
+
+
+def test_parse_writes_the_same_bytes_in_pieces(tmp_path, model, monkeypatch) -> None:
+    """``parser parse`` in pieces of 20 KB (and with two jobs, and to stdout) writes what it writes
+    with the file in one piece; an error in a late piece leaves no output file."""
+    monkeypatch.setattr(inputs, "PIECE_BYTES", 1 << 30)
+    assert_ok(run("parser", "parse", model, UD_DEV, "-o", tmp_path / "whole.conllu", "--jobs", "1"))
+    monkeypatch.setattr(inputs, "PIECE_BYTES", 20_000)
+    assert_ok(run("parser", "parse", model, UD_DEV, "-o", tmp_path / "pieces.conllu", "--jobs", "2"))
+    expected = (tmp_path / "whole.conllu").read_bytes()
+    assert (tmp_path / "pieces.conllu").read_bytes() == expected
+    result = run("parser", "parse", model, "-", "--jobs", "1", input=UD_DEV.read_text(encoding="utf-8"))
+    assert_ok(result)
+    assert result.stdout.encode("utf-8") == expected
+    lines = UD_DEV.read_text(encoding="utf-8").split("\n")
+    lines[len(lines) - 30] = "1\tonly\tthree"
+    broken = tmp_path / "broken.conllu"
+    broken.write_text("\n".join(lines), encoding="utf-8")
+    message = error_line(run("parser", "parse", model, broken, "-o", tmp_path / "out.conllu"))
+    assert f"broken.conllu:{len(lines) - 29}:" in message
+    assert not (tmp_path / "out.conllu").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
