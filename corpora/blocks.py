@@ -12,11 +12,13 @@ so the output equals ``fn(model, items)``.
 from __future__ import annotations
 
 import gc
+import itertools
 import math
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any, Callable, Sequence
+from collections import deque
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 BLOCKS_PER_JOB = 8  # blocks of unequal cost even out across the workers
 MAX_BLOCK = 512  # items per block at most
@@ -78,3 +80,40 @@ def map_blocks(fn: Callable[[Any, Sequence[Any]], list], model: Any, items: Sequ
     if len(out) != len(items):
         raise RuntimeError(f"{len(out)} results for {len(items)} items")
     return out
+
+
+def _run_piece(piece: Any) -> Any:
+    assert _worker is not None
+    fn, model, _ = _worker
+    return fn(model, piece)
+
+
+def map_pieces(fn: Callable[[Any, Any], Any], model: Any, pieces: Iterable[Any], jobs: int | None = 1) -> Iterator[Any]:
+    """``fn(model, piece)`` of every piece, in order, on ``jobs`` processes (None: every core).
+
+    A stream's counterpart of :func:`map_blocks`: the model reaches each worker once (forked), the
+    pieces one by one as tasks, and at most two per worker are read ahead, so memory holds a few
+    pieces whatever the stream's length.  An exception of ``fn`` is raised here, at its piece's
+    turn.  ``fn`` must be a module-level function.  Kernels the workers need are best loaded in
+    this process first (they are inherited).
+    """
+    jobs = resolve_jobs(jobs)
+    stream = iter(pieces)
+    if jobs == 1:
+        for piece in stream:
+            yield fn(model, piece)
+        return
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    gc.freeze()
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start,
+                                 initargs=(fn, model, ())) as pool:
+            pending = deque(pool.submit(_run_piece, piece) for piece in itertools.islice(stream, 2 * jobs))
+            while pending:
+                result = pending.popleft().result()
+                for piece in itertools.islice(stream, 1):
+                    pending.append(pool.submit(_run_piece, piece))
+                yield result
+    finally:
+        gc.unfreeze()

@@ -277,7 +277,7 @@ def parser_parse(
     The output has the input's columns (CoNLL-X for Malt-TAB input).
     """
     from egnlp.corpora import format_conll
-    from egnlp.inputs import read_sentences, stream_sentences
+    from egnlp.inputs import read_sentences, text_pieces
     from egnlp.parser.model import Parser
 
     count = 0
@@ -295,15 +295,15 @@ def parser_parse(
             count = len(parsed)
             write_output(format_conll(parsed), out)
         else:  # the input read, parsed and written a piece at a time: memory does not grow with the file
-            _, pieces = stream_sentences(input, _format(fmt), command="egnlp parser parse", encoding=encoding,
-                                         require_heads=False)
+            from egnlp.streams import parse_piece, run_pieces
+
+            chosen, name, pieces = text_pieces(input, _format(fmt), command="egnlp parser parse", encoding=encoding)
 
             def parsed_pieces():
                 nonlocal count
-                for sentences in pieces:
-                    parsed = parser.parse_corpus(sentences, jobs=jobs)
-                    count += len(parsed)
-                    yield format_conll(parsed)
+                for done in run_pieces(parse_piece, (parser, name, chosen), pieces, jobs):
+                    count += done.sentences
+                    yield done.text
 
             write_output_pieces(parsed_pieces(), out)
         seconds = time.perf_counter() - start

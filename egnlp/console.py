@@ -328,8 +328,13 @@ def note(message: str, quiet: bool = False) -> None:
 def report_rate(done: str, sentences: Sequence[Sequence], seconds: float, out: str | Path | None,
                 quiet: bool = False) -> None:
     """One line on stderr: what was ``done`` to how many sentences and tokens, how fast, and where it went."""
-    tokens = sum(len(s) for s in sentences)
-    note(f"{done} {len(sentences)} sentences ({tokens} tokens) in {seconds:.2f} s "
+    report_counts(done, len(sentences), sum(len(s) for s in sentences), seconds, out, quiet)
+
+
+def report_counts(done: str, sentences: int, tokens: int, seconds: float, out: str | Path | None,
+                  quiet: bool = False) -> None:
+    """:func:`report_rate` from the counts."""
+    note(f"{done} {sentences} sentences ({tokens} tokens) in {seconds:.2f} s "
          f"({tokens / max(seconds, 1e-9):.0f} tokens/s)" + (f"; wrote {out}" if not is_stdio(out) else ""), quiet)
 
 

@@ -18,6 +18,7 @@ import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from egnlp.corpora import CorpusError, Sentence, dataset_task, is_dataset, load_sentences
 from egnlp.corpora.files import decode, read_bytes
@@ -137,31 +138,48 @@ def _pieces(source: str, piece_bytes: int) -> Iterator[tuple[bytes, int]]:
             handle.close()
 
 
-def stream_sentences(source: str, fmt: str | None = None, *, accept: tuple[str, ...] = TREE_FORMATS,
-                     command: str = "egnlp", encoding: str = "utf-8", require_heads: bool = True,
-                     piece_bytes: int = PIECE_BYTES) -> tuple[str, Iterator[list[Sentence]]]:
-    """:func:`read_sentences` for files of any size: (format, the sentences in lists, a piece of
-    about ``piece_bytes`` of the file at a time).  The format is told (or checked) on the first
-    piece; errors, raised as the pieces are read, name the file and its line as for a file read
-    whole.  CoNLL-2000 files are read whole.
-    """
+class Piece(NamedTuple):
+    """A piece of an input file: its text (whole sentences) and the number of its first line."""
+
+    text: str
+    first_line: int
+
+
+def text_pieces(source: str, fmt: str | None = None, *, accept: tuple[str, ...] = TREE_FORMATS,
+                command: str = "egnlp", encoding: str = "utf-8",
+                piece_bytes: int = PIECE_BYTES) -> tuple[str, str, Iterator[Piece]]:
+    """(format, name for messages, the file's text in pieces of about ``piece_bytes``, each ending
+    at a sentence's end).  The format is told (or checked) on the first piece; decoding errors, raised
+    as the pieces are read, name the file's own line.  Plain text and CoNLL-2000 come as one piece
+    (their readers take the whole text)."""
     name = STDIN_NAME if source == STDIN else source
     pieces = _pieces(source, piece_bytes)
     first, line = next(pieces, (b"", 1))
     text = decode(first, name, encoding, line).removeprefix("\ufeff")
     chosen = input_format(text, name, fmt, accept, command)
-    if chosen == CONLL2000:  # NLTK's reader takes the whole text
+    if chosen in (CONLL2000, TEXT):
         rest = b"".join(piece for piece, _ in pieces)
         text += decode(rest, name, encoding, line + first.count(b"\n"))
 
-    def sentences() -> Iterator[list[Sentence]]:
-        yield parse_as(text, name, chosen, require_heads=require_heads, first_line=line)
+    def decoded() -> Iterator[Piece]:
+        yield Piece(text, line)
         for piece, at in pieces:
             if piece.strip():
-                yield parse_as(decode(piece, name, encoding, at), name, chosen, require_heads=require_heads,
-                               first_line=at)
+                yield Piece(decode(piece, name, encoding, at), at)
 
-    return chosen, sentences()
+    return chosen, name, decoded()
+
+
+def stream_sentences(source: str, fmt: str | None = None, *, accept: tuple[str, ...] = TREE_FORMATS,
+                     command: str = "egnlp", encoding: str = "utf-8", require_heads: bool = True,
+                     piece_bytes: int = PIECE_BYTES) -> tuple[str, Iterator[list[Sentence]]]:
+    """:func:`read_sentences` for files of any size: (format, the sentences of each of the file's
+    :func:`text_pieces`, read as they are taken); errors name the file and its line as for a file
+    read whole."""
+    chosen, name, pieces = text_pieces(source, fmt, accept=accept, command=command, encoding=encoding,
+                                       piece_bytes=piece_bytes)
+    return chosen, (parse_as(text, name, chosen, require_heads=require_heads, first_line=line)
+                    for text, line in pieces)
 
 
 def training_sets(data: str | None, train: str | os.PathLike[str] | None, dev: str | os.PathLike[str] | None, *,

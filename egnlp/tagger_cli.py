@@ -28,7 +28,7 @@ from egnlp.console import (AnnealOption, OrderOption, CRF_C, CRF_TRAINER, FORMAT
                            JobsOption, JsonOption, MaxSecondsOption, ModelKind, ModelOut, OutputFormat,
                            QuietOption, SaveOnInterruptOption, SeedOption, TaggedFormat, TaggerTrainerName, TextOut,
                            TrainingProgress, TrainOption, fail, interrupted, model_file, new_app, note, print_json,
-                           report_rate, write_output)
+                           report_counts, report_rate, write_output, write_output_pieces)
 
 __all__ = ["parse_text_command", "tagger_app"]
 
@@ -206,7 +206,7 @@ def tagger_tag(
     from egnlp.corpora import format_conll, parse_corpus
     from egnlp.corpora.formats import CONLL2000, TEXT
     from egnlp.corpora.tagging import format_conll2000
-    from egnlp.inputs import TAGGED_FORMATS, input_format, read_text
+    from egnlp.inputs import TAGGED_FORMATS, text_pieces
     from egnlp.pipeline import slash_text, text_sentences, tokens_sentence
     from egnlp.tagger.model import Tagger
     from egnlp.tagger.text import vocabulary_abbreviations
@@ -220,8 +220,26 @@ def tagger_tag(
                 raise ValueError("--pos-tagger goes with a chunker; this model reads words only")
             if pos_model.column != "pos" or pos_model.use_pos:
                 raise ValueError(f"{pos_tagger}: not a POS tagger (it predicts the {pos_model.column} column)")
-        text, name = read_text(input, encoding)
-        chosen = input_format(text, name, _format(fmt), (*TAGGED_FORMATS, TEXT), "egnlp tagger tag")
+        chosen, name, pieces = text_pieces(input, _format(fmt), accept=(*TAGGED_FORMATS, TEXT),
+                                           command="egnlp tagger tag", encoding=encoding)
+        target = to.value if to is not None else (
+            "text" if chosen == TEXT else "conll2000" if chosen == CONLL2000 else "conll")
+        if chosen not in (TEXT, CONLL2000) and dask is None:  # a piece at a time: see egnlp.streams
+            from egnlp.streams import run_pieces, tag_piece
+
+            counts = [0, 0]
+
+            def tagged_pieces():
+                for done in run_pieces(tag_piece, (tagger, pos_model, name, chosen, target), pieces, jobs):
+                    counts[0] += done.sentences
+                    counts[1] += done.tokens
+                    yield done.text
+
+            start = time.perf_counter()
+            write_output_pieces(tagged_pieces(), out)
+            report_counts("tagged", counts[0], counts[1], time.perf_counter() - start, out, quiet)
+            return
+        text = next(pieces).text  # plain text and CoNLL-2000 come whole
         if chosen == TEXT:
             if tagger.use_pos and pos_model is None:
                 raise ValueError("this model is a chunker and reads POS tags: give --pos-tagger MODEL "
@@ -232,8 +250,6 @@ def tagger_tag(
             _, sentences = parse_corpus(text, name, chosen, require_heads=False)
             if tagger.use_pos and pos_model is None:
                 check_tags(sentences, "pos", "a chunker reads the POS column (or give --pos-tagger MODEL)")
-        target = to.value if to is not None else (
-            "text" if chosen == TEXT else "conll2000" if chosen == CONLL2000 else "conll")
         start = time.perf_counter()
         if dask is not None:
             from egnlp.distributed import dask_client, tag_on_cluster

@@ -105,3 +105,21 @@ def test_parse_writes_the_same_bytes_in_pieces(tmp_path, model, monkeypatch) -> 
     assert f"broken.conllu:{len(lines) - 29}:" in message
     assert not (tmp_path / "out.conllu").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
+
+
+def test_tag_writes_the_same_bytes_in_pieces(tmp_path, monkeypatch) -> None:
+    """``tagger tag`` of a CoNLL-U file in pieces of 20 KB on two jobs writes what it writes in one
+    piece on one job (CoNLL and word/TAG text output)."""
+    from egnlp.tagging import train_crf_tagger
+
+    train = load_dataset("pt-bosque", "train")[:150]
+    tagger, _ = train_crf_tagger([s.forms for s in train], [s.cpos for s in train], column="upos", max_passes=3)
+    tagger.save(tmp_path / "upos.npz")
+    for to in ("conll", "text"):
+        monkeypatch.setattr(inputs, "PIECE_BYTES", 1 << 30)
+        assert_ok(run("tagger", "tag", tmp_path / "upos.npz", UD_DEV, "--to", to, "-o", tmp_path / f"whole.{to}",
+                      "--jobs", "1"))
+        monkeypatch.setattr(inputs, "PIECE_BYTES", 20_000)
+        assert_ok(run("tagger", "tag", tmp_path / "upos.npz", UD_DEV, "--to", to, "-o", tmp_path / f"pieces.{to}",
+                      "--jobs", "2"))
+        assert (tmp_path / f"pieces.{to}").read_bytes() == (tmp_path / f"whole.{to}").read_bytes()

@@ -1,0 +1,73 @@
+"""Corpus files parsed or tagged a piece at a time, on one core or several.
+
+``parser parse`` and ``tagger tag`` (on a CoNLL or Malt-TAB file) read their
+input in pieces of about 2 MB that end at a sentence's end
+(:func:`egnlp.inputs.text_pieces`), and each piece is read, decoded and
+written back as text by the same function, :func:`parse_piece` or
+:func:`tag_piece`: in this process with ``--jobs 1``, else in a pool of forked
+workers (:func:`egnlp.corpora.blocks.map_pieces`), results in input order.
+Memory holds a few pieces, whatever the file's size, and the output is the
+same for any number of jobs.  An input of one piece is decoded in blocks of
+sentences on the ``jobs`` processes instead (``parse_corpus(..., jobs)``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+from egnlp.corpora import format_conll
+from egnlp.corpora.blocks import map_pieces
+from egnlp.corpora.formats import parse_as
+from egnlp.inputs import Piece
+
+
+class Done(NamedTuple):
+    """What one piece gave: its sentences and tokens, and the output text."""
+
+    sentences: int
+    tokens: int
+    text: str
+
+
+def parse_piece(job: tuple[Any, str, str, int], piece: Piece) -> Done:
+    """The CoNLL text of a piece of a file parsed by ``job`` = (parser, file name, format, jobs)."""
+    parser, name, fmt, jobs = job
+    sentences = parse_as(piece.text, name, fmt, require_heads=False, first_line=piece.first_line)
+    parsed = parser.parse_corpus(sentences, jobs=jobs)
+    return Done(len(parsed), sum(len(s) for s in parsed), format_conll(parsed))
+
+
+def tag_piece(job: tuple[Any, Any, str, str, str, int], piece: Piece) -> Done:
+    """The text of a piece of a corpus file tagged by ``job`` = (tagger, POS tagger or None, file name,
+    format, output format: ``conll``, ``conll2000`` or ``text``, jobs)."""
+    from egnlp.corpora.tagging import format_conll2000
+    from egnlp.pipeline import slash_text
+    from egnlp.tagging import check_tags
+
+    tagger, pos_model, name, fmt, target, jobs = job
+    sentences = parse_as(piece.text, name, fmt, require_heads=False, first_line=piece.first_line)
+    if tagger.use_pos and pos_model is None:
+        check_tags(sentences, "pos", "a chunker reads the POS column (or give --pos-tagger MODEL)")
+    if pos_model is not None:
+        sentences = pos_model.tag_corpus(sentences, jobs=jobs)
+    tagged = tagger.tag_corpus(sentences, jobs=jobs)
+    text = (format_conll(tagged) if target == "conll" else format_conll2000(tagged) if target == "conll2000"
+            else slash_text(tagged, tagger.column))
+    return Done(len(tagged), sum(len(s) for s in tagged), text)
+
+
+def run_pieces(fn, job: tuple, pieces: Iterator[Piece], jobs: int | None) -> Iterator[Done]:
+    """``fn(job + (inner jobs,), piece)`` of every piece in order: with several pieces, the pieces on
+    ``jobs`` processes (the kernels loaded here first, on the first sentence, so that the workers
+    inherit them); with one, its sentences in blocks on ``jobs`` processes."""
+    head = list(itertools.islice(pieces, 2))
+    if len(head) < 2:
+        for piece in head:
+            yield fn((*job, jobs), piece)
+        return
+    first = head[0]
+    end = first.text.find("\n\n")
+    fn((*job, 1), Piece(first.text[:end + 2] if end >= 0 else first.text, first.first_line))  # warm-up
+    yield from map_pieces(fn, (*job, 1), itertools.chain(head, pieces), jobs)
