@@ -81,8 +81,17 @@ _STALE_SECONDS = 24 * 3600  # without POSIX locks, a temporary file this old is 
 
 def read_bytes(source: str) -> bytes:
     """Return a file's bytes, turning OS errors into one-line CorpusErrors."""
+    with open_bytes(source) as handle:
+        try:
+            return handle.read()
+        except OSError as error:
+            raise CorpusError(f"{source}: cannot read ({error.strerror})") from None
+
+
+def open_bytes(source: str) -> IO[bytes]:
+    """A file opened for reading bytes, OS errors turned into one-line CorpusErrors."""
     try:
-        return Path(source).read_bytes()
+        return open(source, "rb")
     except FileNotFoundError:
         raise CorpusError(f"{source}: no such file") from None
     except IsADirectoryError:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from egnlp.corpora import CorpusError, Sentence, dataset_task, is_dataset, load_sentences
-from egnlp.corpora.files import decode, read_bytes
+from egnlp.corpora.files import decode, open_bytes, read_bytes
 from egnlp.corpora.formats import CONLL2000, CONLLU, CONLLX, FORMAT_NAMES, MALT, TEXT, check_format, \
     detect_format, parse_as, parse_corpus
 
@@ -103,14 +103,7 @@ def _pieces(source: str, piece_bytes: int) -> Iterator[tuple[bytes, int]]:
             return
         close = False
     else:
-        try:
-            handle = open(source, "rb")
-        except FileNotFoundError:
-            raise CorpusError(f"{source}: no such file") from None
-        except IsADirectoryError:
-            raise CorpusError(f"{source}: is a folder, not a file") from None
-        except OSError as error:
-            raise CorpusError(f"{source}: cannot read ({error.strerror})") from None
+        handle = open_bytes(source)
         close = True
     try:
         line = 1
