@@ -115,6 +115,16 @@ def parse_conll2000(text: str, source: str) -> list[Sentence]:
     return sentences
 
 
+def slash_text(sentences: Iterable[Sentence], column: str = "pos") -> str:
+    """One line per sentence of space-separated ``word/TAG`` tokens (``word/POS/CHUNK`` for ``column`` chunk,
+    the UPOS column for ``upos``)."""
+    if column == "chunk":
+        lines = (" ".join(f"{w}/{p}/{c}" for w, p, c in zip(s.forms, s.pos, s.chunks)) for s in sentences)
+    else:
+        lines = (" ".join(f"{w}/{t}" for w, t in zip(s.forms, s.labels(column))) for s in sentences)
+    return "".join(line + "\n" for line in lines)
+
+
 def format_conll2000(sentences: Iterable[Sentence]) -> str:
     """The sentences as CoNLL-2000 text: ``word POS chunk`` per token, a blank line after each sentence.
 

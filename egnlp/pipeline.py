@@ -36,6 +36,7 @@ from typing import Sequence
 from egnlp.corpora import Sentence, format_conll
 from egnlp.corpora.sentence import BLANK, FORM
 from egnlp.parser.model import Parser
+from egnlp.corpora.tagging import slash_text
 from egnlp.tagger.model import Tagger
 from egnlp.tagger.text import TextSentence, segment, vocabulary_abbreviations
 
@@ -206,11 +207,3 @@ def to_conllu(sentences: Sequence[Sentence]) -> str:
     return format_conll(sentences)
 
 
-def slash_text(sentences: Sequence[Sentence], column: str = "pos") -> str:
-    """One line per sentence of space-separated ``word/TAG`` tokens (``word/POS/CHUNK`` for ``column`` chunk,
-    the UPOS column for ``upos``)."""
-    if column == "chunk":
-        lines = (" ".join(f"{w}/{p}/{c}" for w, p, c in zip(s.forms, s.pos, s.chunks)) for s in sentences)
-    else:
-        lines = (" ".join(f"{w}/{t}" for w, t in zip(s.forms, s.labels(column))) for s in sentences)
-    return "".join(line + "\n" for line in lines)

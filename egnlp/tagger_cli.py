@@ -205,11 +205,9 @@ def tagger_tag(
     """Tag raw text or a corpus file with a POS tagger or chunker."""
     from egnlp.corpora import format_conll, parse_corpus
     from egnlp.corpora.formats import CONLL2000, TEXT
-    from egnlp.corpora.tagging import format_conll2000
+    from egnlp.corpora.tagging import format_conll2000, slash_text
     from egnlp.inputs import TAGGED_FORMATS, text_pieces
-    from egnlp.pipeline import slash_text, text_sentences, tokens_sentence
     from egnlp.tagger.model import Tagger
-    from egnlp.tagger.text import vocabulary_abbreviations
     from egnlp.tagging import check_tags
 
     try:
@@ -244,6 +242,9 @@ def tagger_tag(
             if tagger.use_pos and pos_model is None:
                 raise ValueError("this model is a chunker and reads POS tags: give --pos-tagger MODEL "
                                  "to tag raw text, or tag a corpus file with a POS column")
+            from egnlp.pipeline import text_sentences, tokens_sentence  # NLTK's tokenizers: for text only
+            from egnlp.tagger.text import vocabulary_abbreviations
+
             abbreviations = vocabulary_abbreviations(tagger.vocabulary if pos_model is None else pos_model.vocabulary)
             sentences = [tokens_sentence(tokens) for _, tokens in text_sentences(text, abbreviations=abbreviations)]
         else:
