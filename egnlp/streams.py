@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from egnlp.corpora import format_conll
-from egnlp.corpora.blocks import map_pieces
+from egnlp.corpora.blocks import map_pieces, resolve_jobs
 from egnlp.corpora.formats import parse_as
 from egnlp.inputs import Piece
 
@@ -65,6 +65,10 @@ def run_pieces(fn, job: tuple, pieces: Iterator[Piece], jobs: int | None) -> Ite
     if len(head) < 2:
         for piece in head:
             yield fn((*job, jobs), piece)
+        return
+    if resolve_jobs(jobs) == 1:
+        for piece in itertools.chain(head, pieces):
+            yield fn((*job, 1), piece)
         return
     first = head[0]
     end = first.text.find("\n\n")
