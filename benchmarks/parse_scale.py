@@ -39,17 +39,23 @@ from pathlib import Path
 CLI = "import sys; from egnlp.cli import main; sys.argv[0] = 'egnlp'; main()"
 
 
-def run(args: list[str]) -> tuple[float, float, float]:
-    """``egnlp ARGS`` in a child process: (wall s, cpu s, peak RSS MB); a failure stops the benchmark."""
+def run_argv(argv: list[str]) -> tuple[float, float, float]:
+    """A child process: (wall s, cpu s (user + system), peak RSS MB); a failure stops the benchmark."""
     start = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-c", CLI, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
-    error = child.stderr.read().decode(errors="replace").strip()
-    child.stderr.close()
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"egnlp {' '.join(args)} failed: {error[-500:]}")
+    with tempfile.TemporaryFile() as errors:
+        child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=errors)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            errors.seek(0)
+            sys.exit(f"{' '.join(argv[3:] if argv[1:2] == ['-c'] else argv)[:300]} failed: "
+                     f"{errors.read().decode(errors='replace').strip()[-500:]}")
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
+
+
+def run(args: list[str]) -> tuple[float, float, float]:
+    """``egnlp ARGS`` in a child process (:func:`run_argv`)."""
+    return run_argv([sys.executable, "-c", CLI, *args])
 
 
 def median_run(args: list[str], runs: int) -> tuple[float, float, float]:

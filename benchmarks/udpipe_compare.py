@@ -25,13 +25,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-CLI = "import sys; from egnlp.cli import main; sys.argv[0] = 'egnlp'; main()"
+from parse_scale import CLI, run_argv as run  # benchmarks/ is on the path of a script run from it
+
 UDPIPE_PARSE = """
 import sys
 from ufal.udpipe import Model, Pipeline, ProcessingError
@@ -47,19 +47,6 @@ if error.occurred():
 with open(sys.argv[3], "w", encoding="utf-8") as handle:
     handle.write(out)
 """
-
-
-def run(argv: list[str]) -> tuple[float, float, float]:
-    """A child process: (wall s, CPU s, peak RSS MB); a failure stops the benchmark."""
-    start = time.perf_counter()
-    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
-    error = child.stderr.read().decode(errors="replace").strip()
-    child.stderr.close()
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{' '.join(argv[:4])} ... failed: {error[-500:]}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
 
 
 def train_udpipe(train_file: Path, model_path: Path) -> None:
