@@ -58,6 +58,14 @@ def run(args: list[str]) -> tuple[float, float, float]:
     return run_argv([sys.executable, "-c", CLI, *args])
 
 
+def ud_dir() -> str:
+    """The folder of the UD files (``EGNLP_UD_DIR``), or the benchmark stops saying so."""
+    ud = os.environ.get("EGNLP_UD_DIR")
+    if not ud:
+        sys.exit("set EGNLP_UD_DIR to the folder of pt_bosque-ud-test.conllu and pt_bosque-ud-dev.conllu")
+    return ud
+
+
 def median_run(args: list[str], runs: int) -> tuple[float, float, float]:
     results = [run(args) for _ in range(runs)]
     return tuple(statistics.median(r[k] for r in results) for k in range(3))  # type: ignore[return-value]
@@ -70,9 +78,7 @@ def main() -> None:
     ap.add_argument("--big-mb", type=float, default=200.0, help="size of the streamed file in MB (default 200)")
     ap.add_argument("--keep", help="folder for the models and files (default: a temporary one)")
     opts = ap.parse_args()
-    ud = os.environ.get("EGNLP_UD_DIR")
-    if not ud:
-        sys.exit("set EGNLP_UD_DIR to the folder of pt_bosque-ud-test.conllu and pt_bosque-ud-dev.conllu")
+    ud = ud_dir()
     dev = Path(ud, "pt_bosque-ud-dev.conllu").read_text(encoding="utf-8").rstrip("\n") + "\n\n"
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(opts.keep or tmp)

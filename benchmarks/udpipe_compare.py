@@ -23,14 +23,13 @@ the ratio UDPipe / egnlp of the CPU seconds.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from parse_scale import CLI, run_argv as run  # benchmarks/ is on the path of a script run from it
+from parse_scale import CLI, run_argv as run, ud_dir  # benchmarks/ is on the path of a script run from it
 
 UDPIPE_PARSE = """
 import sys
@@ -72,9 +71,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3, help="runs of each parse (median printed; default 3)")
     ap.add_argument("--keep", help="folder for the models and files (models found there are reused)")
     opts = ap.parse_args()
-    ud = os.environ.get("EGNLP_UD_DIR")
-    if not ud:
-        sys.exit("set EGNLP_UD_DIR to the folder of pt_bosque-ud-test.conllu and pt_bosque-ud-dev.conllu")
+    ud = ud_dir()
     try:
         import ufal.udpipe  # noqa: F401
     except ImportError:

@@ -23,7 +23,7 @@ from typing import NamedTuple
 from egnlp.corpora import CorpusError, Sentence, dataset_task, is_dataset, load_sentences
 from egnlp.corpora.files import decode, open_bytes, read_bytes
 from egnlp.corpora.formats import CONLL2000, CONLLU, CONLLX, FORMAT_NAMES, MALT, TEXT, check_format, \
-    detect_format, parse_as, parse_corpus
+    detect_format, parse_corpus
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
@@ -93,13 +93,13 @@ def read_sentences(source: str, fmt: str | None = None, *, accept: tuple[str, ..
 PIECE_BYTES = 2 << 20  # a file parsed in pieces is read about this many bytes at a time
 
 
-def _pieces(source: str, piece_bytes: int) -> Iterator[tuple[bytes, int]]:
+def _pieces(source: str, piece_bytes: int, encoding: str) -> Iterator[tuple[bytes, int]]:
     """A file's (or stdin's) bytes in pieces that end after an empty line (the last piece ends where
     the file does), each with the number of its first line."""
     if source == STDIN:
         handle = getattr(sys.stdin, "buffer", None)
         if handle is None:  # a text stream without bytes (a test's StringIO): read it whole
-            yield sys.stdin.read().encode("utf-8"), 1
+            yield sys.stdin.read().encode(encoding, "surrogateescape"), 1
             return
         close = False
     else:
@@ -146,7 +146,7 @@ def text_pieces(source: str, fmt: str | None = None, *, accept: tuple[str, ...] 
     as the pieces are read, name the file's own line.  Plain text and CoNLL-2000 come as one piece
     (their readers take the whole text)."""
     name = STDIN_NAME if source == STDIN else source
-    pieces = _pieces(source, piece_bytes)
+    pieces = _pieces(source, piece_bytes, encoding)
     first, line = next(pieces, (b"", 1))
     text = decode(first, name, encoding, line).removeprefix("\ufeff")
     chosen = input_format(text, name, fmt, accept, command)
@@ -161,18 +161,6 @@ def text_pieces(source: str, fmt: str | None = None, *, accept: tuple[str, ...] 
                 yield Piece(decode(piece, name, encoding, at), at)
 
     return chosen, name, decoded()
-
-
-def stream_sentences(source: str, fmt: str | None = None, *, accept: tuple[str, ...] = TREE_FORMATS,
-                     command: str = "egnlp", encoding: str = "utf-8", require_heads: bool = True,
-                     piece_bytes: int = PIECE_BYTES) -> tuple[str, Iterator[list[Sentence]]]:
-    """:func:`read_sentences` for files of any size: (format, the sentences of each of the file's
-    :func:`text_pieces`, read as they are taken); errors name the file and its line as for a file
-    read whole."""
-    chosen, name, pieces = text_pieces(source, fmt, accept=accept, command=command, encoding=encoding,
-                                       piece_bytes=piece_bytes)
-    return chosen, (parse_as(text, name, chosen, require_heads=require_heads, first_line=line)
-                    for text, line in pieces)
 
 
 def training_sets(data: str | None, train: str | os.PathLike[str] | None, dev: str | os.PathLike[str] | None, *,

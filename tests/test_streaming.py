@@ -1,4 +1,4 @@
-"""Files read, parsed and written a piece at a time (``egnlp.inputs.stream_sentences``, ``parser parse``).
+"""Files read, parsed and written a piece at a time (``egnlp.inputs.text_pieces``, ``parser parse``).
 
 The pieces of a real UD file give the sentences, line numbers and errors of
 the file read whole; ``parser parse`` writes the same bytes whatever the
@@ -15,10 +15,17 @@ import pytest
 import egnlp.inputs as inputs
 from egnlp.api import train_parser
 from egnlp.corpora import CorpusError, load_dataset
-from egnlp.inputs import read_sentences, stream_sentences
+from egnlp.corpora.formats import parse_as
+from egnlp.inputs import read_sentences, text_pieces
 from tests.cli_helpers import assert_ok, error_line, run
 
 UD_DEV = Path(os.environ["EGNLP_UD_DIR"]) / "pt_bosque-ud-dev.conllu"
+
+
+def stream_sentences(source, *, require_heads=True, piece_bytes):
+    """(format, the sentences of each piece of ``source``), as ``parser parse`` reads them."""
+    fmt, name, pieces = text_pieces(source, piece_bytes=piece_bytes)
+    return fmt, (parse_as(text, name, fmt, require_heads=require_heads, first_line=line) for text, line in pieces)
 
 
 def rows_and_lines(sentences):
