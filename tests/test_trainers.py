@@ -199,3 +199,57 @@ def test_registry_configs_reject_settings_they_do_not_have():
         make_config(get_trainer("lbfgs"), C=1.0, order="cyclic")
     with pytest.raises(ValueError, match="unknown trainer"):
         get_trainer("svm")
+
+
+@pytest.mark.parametrize("average", [False, True])
+def test_bcfw_objectives_summed_during_the_next_pass_equal_a_pass_of_their_own(mm_problem, average):
+    """BCFW records a pass's primal from the hinges the next pass's visits compute on the way; the record of
+    the last pass of a run takes a pass of its own.  So pass j of a long run and the last pass of a run
+    capped at j passes must agree bit for bit, and every recorded primal is the primal at the weights
+    the callbacks see (the weighted average of the iterates with ``average``)."""
+    seen = {}
+
+    class Keep:
+        def keep(self, record, w):
+            seen[record.passes] = (record, np.array(w, copy=True))
+
+        def __call__(self, record):
+            pass
+
+    trainer = get_trainer("bcfw")
+    config = make_config(trainer, C=MM_C, max_passes=4, tol=0.0, average=average)
+    long = trainer.fit(mm_problem, config=config, callbacks=(Keep(),))
+    assert [r.passes for r in long.records] == [0, 1, 2, 3, 4]
+    for j in range(1, 5):
+        short = trainer.fit(mm_problem, config=make_config(trainer, C=MM_C, max_passes=j, tol=0.0, average=average))
+        r, s = long.records[j], short.final
+        assert (r.primal, r.dual, r.eff_iters) == (s.primal, s.dual, s.eff_iters)
+        record, w = seen[j]
+        assert record.primal == pytest.approx(max_margin_primal(mm_problem, w, MM_C), rel=1e-12)
+    assert np.array_equal(long.weights, seen[4][1])
+    seconds = [r.seconds for r in long.records]
+    assert all(b > a for a, b in zip(seconds, seconds[1:]))  # each record's own optimisation time
+
+
+def test_bcfw_stopped_by_a_callback_returns_the_recorded_pass(mm_problem):
+    """A callback that stops the run after pass 2 sees pass 2's record only after pass 3 ran (its primal is
+    summed during pass 3); the result is still pass 2's point, the extra pass dropped."""
+
+    class StopAt:
+        stop = False
+
+        def keep(self, record, w):
+            self.w = np.array(w, copy=True)
+
+        def __call__(self, record):
+            self.stop = record.passes == 2
+
+    trainer = get_trainer("bcfw")
+    stopper = StopAt()
+    result = trainer.fit(mm_problem, config=make_config(trainer, C=MM_C, max_passes=10, tol=0.0, average=True),
+                         callbacks=(stopper,))
+    assert result.final.passes == 2 and len(result.records) == 3
+    assert np.array_equal(result.weights, stopper.w)
+    capped = trainer.fit(mm_problem, config=make_config(trainer, C=MM_C, max_passes=2, tol=0.0, average=True))
+    assert np.array_equal(result.weights, capped.weights)
+    assert np.array_equal(result.state["mu"], capped.state["mu"])

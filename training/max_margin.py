@@ -33,6 +33,7 @@ class BCFWConfig:
 
     ``order``: "random" (a fresh permutation per pass), "cyclic" or "gap" (n visits drawn in proportion
     to each block's duality gap at the last record, :func:`egnlp.training.eg.gap_order`).
+    ``average``: record and return the weighted average of the iterates (see :func:`fit_bcfw`).
     """
 
     C: float = 20.0
@@ -41,6 +42,7 @@ class BCFWConfig:
     seed: int = 0
     order: str = "random"
     max_seconds: float | None = None
+    average: bool = False
 
     def __post_init__(self) -> None:
         check_budget(C=self.C, max_passes=self.max_passes, tol=self.tol, max_seconds=self.max_seconds)
@@ -61,6 +63,14 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
     gamma = min(1, [C (z_i - mu_i) . e_i - W . Delta] / ||Delta||^2),
     Delta = sum_r (mu_i - z_i)_r phi_r, which minimises Q_MM exactly along the
     segment; the numerator is C times the block's Frank-Wolfe duality gap.
+
+    With ``config.average`` the records, the weights and the state are those of the weighted average of
+    the iterates (Lacoste-Julien et al. 2013, "BCFW-wAvg"; the polynomial-decay averaging of Franc 2015,
+    slides 10.B, with nu = 1), taken once per pass: after pass p,
+    mu_avg <- (1 - rho) mu_avg + rho mu with rho = 2 / (p + 2), and W_avg likewise (W is linear in mu,
+    so W_avg = W(mu_avg)).  mu_avg is a convex combination of feasible points, so the primal at
+    w_avg = W_avg / C and the dual at mu_avg still bound the optimum from both sides: the recorded gap is
+    a certificate as without averaging.  The visits move the current iterate, never the average.
     """
     pf = problem.features
     n = pf.n_examples
@@ -74,26 +84,59 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
     rng = np.random.default_rng(config.seed)
     rec = Recorder(n, dev, callbacks)
     gaps = np.zeros(n)  # each block's duality gap at the last record
+    # the recorded point: the iterate itself, or its weighted average (copies, updated after each pass)
+    mu_rec, W_rec = (mu.copy(), W.copy()) if config.average else (mu, W)
 
-    def record(passes: int) -> bool:
-        w = W / C
-        dual = -float(mu @ loss) + float(W @ W) / (2.0 * C)
-        r = rec.record(passes, w, max_margin_gaps(problem, w, mu, gaps, 0.5 * C * float(w @ w)), dual, C)
+    hinges = np.zeros(n)  # each example's hinge at the pending point, summed on the way (see below)
+
+    def record(pt: _Point, inline: bool = False) -> bool:
+        """Record ``pt``, its primal from the ``hinges`` summed on the way, or from a pass of its own."""
+        w = pt.W / C
+        if inline:  # summed in the order of max_margin_gaps, so both give the same bits
+            primal = 0.5 * C * float(w @ w)
+            for value in hinges.tolist():
+                primal += value
+        else:
+            primal = max_margin_gaps(problem, w, pt.mu, gaps, 0.5 * C * float(w @ w))
+        rec.visits, seconds, rec.seconds = pt.passes * n, rec.seconds, pt.seconds
+        try:
+            r = rec.record(pt.passes, w, primal, pt.dual, C)
+        finally:
+            rec.seconds = seconds
         return r.rel_gap <= config.tol
 
-    converged = record(0)
-    for p in range(1, config.max_passes + 1):
-        if converged or rec.out_of_time(config.max_seconds):
+    converged = record(_Point(0, mu_rec, W_rec, C, loss, 0.0, False))
+    pending: _Point | None = None  # the point of the last pass, not yet recorded
+    passes = 0
+    while True:
+        if converged or passes >= config.max_passes or rec.out_of_time(config.max_seconds):
+            if pending is not None:
+                converged = record(pending)
             break
+        if pending is not None and config.order == "gap":  # the order needs the gaps of the last pass
+            converged, pending = record(pending), None
+            continue
+        passes += 1
         start = time.perf_counter()
-        if config.order == "gap":
-            order = gap_order(rng, gaps)
-        else:
-            order = rng.permutation(n) if config.order == "random" else np.arange(n)
+        order = (gap_order(rng, gaps) if config.order == "gap" else
+                 rng.permutation(n) if config.order == "random" else np.arange(n))
+        # Every example is visited once in a pass, so the primal of the last pass's point is summed on the
+        # way: each visit's compiled sentence also gives the example's hinge at that point, whose mu_i the
+        # visit has not moved yet, and the objectives cost no pass over the data of their own.
+        w_eval = pending.W / C if pending is not None else None
+        eval_seconds = 0.0
         for i in order:
-            lo, hi = pf.parts(int(i))
+            i = int(i)
+            lo, hi = pf.parts(i)
             s = pf.scores(lo, hi, W) / C
-            z = problem.argmax(int(i), s + loss[lo:hi])
+            if w_eval is not None:
+                tick = time.perf_counter()
+                s_eval = pf.scores(lo, hi, w_eval)
+                z_eval = problem.argmax(i, s_eval + loss[lo:hi])
+                hinges[i] = hinge(problem, lo, hi, s_eval, z_eval)
+                gaps[i] = float((z_eval - pending.mu[lo:hi]) @ (s_eval + loss[lo:hi]))
+                eval_seconds += time.perf_counter() - tick
+            z = problem.argmax(i, s + loss[lo:hi])
             d = z - mu[lo:hi]
             ids, vals, dot, sq = pf.sparse_delta(lo, hi, -d, W)
             num = C * float(d @ loss[lo:hi]) - dot
@@ -101,10 +144,34 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
                 gamma = min(1.0, num / sq)
                 add_sparse(W, ids, vals, ids.shape[0], gamma)
                 mu[lo:hi] += gamma * d
-        rec.visits += n
-        rec.seconds += time.perf_counter() - start
-        converged = record(p)
-    return TrainResult(weights=W / C, records=rec.records, converged=converged, state={"mu": mu})
+        rec.seconds += time.perf_counter() - start - eval_seconds
+        if pending is not None:  # the last pass's record, now that its primal is known
+            converged = record(pending, inline=True)
+            if converged or rec.stopped:  # this pass was one too many: the recorded point is the result
+                return TrainResult(weights=pending.W / C, records=rec.records, converged=converged,
+                                   state={"mu": pending.mu})
+        if config.average:
+            rho = 2.0 / (passes + 2.0)
+            mu_rec *= 1.0 - rho
+            mu_rec += rho * mu
+            W_rec *= 1.0 - rho
+            W_rec += rho * W
+        pending = _Point(passes, mu_rec, W_rec, C, loss, rec.seconds, not config.average)
+    return TrainResult(weights=W_rec / C, records=rec.records, converged=converged, state={"mu": mu_rec})
+
+
+class _Point:
+    """A point of a BCFW run at the end of a pass, recorded after the next pass: its marginals, W, dual,
+    optimisation seconds and visits.  ``copy``: keep copies of mu and W, which the next pass moves (the
+    iterate itself); the weighted average changes only after the point is recorded, so it is not copied."""
+
+    def __init__(self, passes: int, mu: np.ndarray, W: np.ndarray, C: float, loss: np.ndarray, seconds: float,
+                 copy: bool):
+        self.passes = passes
+        self.mu = mu.copy() if copy else mu
+        self.W = W.copy() if copy else W
+        self.dual = -float(self.mu @ loss) + float(self.W @ self.W) / (2.0 * C)
+        self.seconds = seconds
 
 
 @dataclass(frozen=True)
