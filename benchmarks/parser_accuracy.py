@@ -67,7 +67,7 @@ def egnlp(*args: object) -> subprocess.CompletedProcess:
     return done
 
 
-def run_one(spec: str, out: Path, passes: int | None) -> dict:
+def run_one(spec: str, out: Path, passes: int | None, trainer: str | None = None) -> dict:
     name, tree = spec.split(":")
     folder = out / spec.replace(":", "-")
     folder.mkdir(parents=True, exist_ok=True)
@@ -80,7 +80,8 @@ def run_one(spec: str, out: Path, passes: int | None) -> dict:
     else:
         source, gold, lang = ["--data", name], folder / "gold.conll", None
         egnlp("data", "export", name, "test", "-o", gold)
-    options = ([] if tree == "default" else ["--tree", tree]) + (["--passes", passes] if passes else [])
+    options = ([] if tree == "default" else ["--tree", tree]) + (["--passes", passes] if passes else []) \
+        + (["--trainer", trainer] if trainer else [])
     log(f"{spec}: egnlp parser train {' '.join(map(str, source + options))}")
     start = time.perf_counter()
     trained = egnlp("parser", "train", *source, "--out", model, *options)
@@ -120,9 +121,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", default=",".join(RUNS), help=f"comma-separated NAME:TREE (default: {','.join(RUNS)})")
     ap.add_argument("--passes", type=int, help="pass limit of every training run (default: the trainer's)")
+    ap.add_argument("--trainer", help="trainer of every training run (default: the parser's, bcfw)")
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "parser_accuracy", help="output folder")
     args = ap.parse_args()
-    rows = [run_one(spec.strip(), args.out, args.passes) for spec in args.runs.split(",") if spec.strip()]
+    rows = [run_one(spec.strip(), args.out, args.passes, args.trainer) for spec in args.runs.split(",")
+            if spec.strip()]
     text = table(rows)
     print(text)
     (args.out / "parser_accuracy.md").write_text(text + "\n", encoding="utf-8")

@@ -2,7 +2,7 @@
 
 Run from the project root (NLTK_DATA must point at the corpora)::
 
-    python benchmarks/parser_memory.py                          # wsj train x1, x2, x4; one EG pass each
+    python benchmarks/parser_memory.py                          # wsj train x1, x2, x4; one pass of the default trainer each
     python benchmarks/parser_memory.py --replicas 1,2,4,8 --passes 2
     python benchmarks/parser_memory.py --named es --passes 60   # also `parser train --data es` as it is
 
@@ -72,7 +72,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default="wsj", help="data set whose training split is repeated (default wsj)")
     ap.add_argument("--replicas", default="1,2,4", help="comma-separated repeat counts (default 1,2,4)")
-    ap.add_argument("--passes", type=int, default=1, help="EG passes of each run (0: the default limit)")
+    ap.add_argument("--passes", type=int, default=1, help="passes of each run (the default trainer) (0: the default limit)")
     ap.add_argument("--named", help="also train on this named data set (its train and dev splits)")
     ap.add_argument("--keep", help="folder for the CoNLL files and models (default: a temporary one)")
     opts = ap.parse_args()
@@ -105,7 +105,7 @@ def main() -> None:
                          *passes], folder)
 
     print(f"Parser training on `{opts.data}` train repeated k times "
-          f"({'default pass limit' if opts.passes <= 0 else f'{opts.passes} EG pass(es)'}), one process per row.\n")
+          f"({'default pass limit' if opts.passes <= 0 else f'{opts.passes} pass(es) of the default trainer'}), one process per row.\n")
     print("| k | sentences | arc parts | peak RSS (MB) | seconds | exit |")
     print("|---:|---:|---:|---:|---:|---:|")
     for k, n_sent, parts, peak, seconds, code in rows:

@@ -9,8 +9,16 @@ status 2; Ctrl-C one line and exit status 130 (see :mod:`egnlp.console`).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+
+# One BLAS thread per process (the user's own setting wins).  egnlp's BLAS calls are dot products of
+# weight-sized vectors, between which idle BLAS threads spin: 'parser train --data es' took 146.9 CPU s
+# (125.3 s wall) with OpenBLAS's default threads on 2 cores and 110.8 CPU s (111.0 s wall) with one
+# (farm-bench, one run each).  Parallel work goes through --jobs processes instead.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -18,11 +26,12 @@ from typing import Annotated, Optional
 import typer
 
 from egnlp import __version__
-from egnlp.console import (AnnealOption, OrderOption, EG_PASSES, EG_TOL, FORMAT_HELP, PARSER_C, PARSER_TRAINER, USER_ERRORS, DaskOption, DataOption,
+from egnlp.console import (AnnealOption, OrderOption, DASK_TRAINER, EG_PASSES, EG_TOL, FORMAT_HELP, PARSER_C, PARSER_PASSES,
+                           PARSER_PATIENCE, PARSER_TRAINER, USER_ERRORS, DaskOption, DataOption,
                            DevOption, EncodingOption, JobsOption, JsonOption, MaxSecondsOption, ModelOut, QuietOption,
                            SaveOnInterruptOption, SeedOption, Split, TextOut, TrainerName, TrainingProgress,
                            TrainOption, TreeFormat, dataset_names, fail, interrupted, model_file, new_app, note, write_output_pieces,
-                           at_least_one, output_name, print_json, progress_printer, write_output)
+                           at_least_one, at_least_zero, output_name, print_json, progress_printer, write_output)
 from egnlp.tagger_cli import parse_text_command, tagger_app
 
 # The commands import the modules they use when they run (Numba kernels, SciPy, NLTK): 'egnlp --help' and
@@ -132,25 +141,30 @@ def parser_train(
     data: DataOption = None,
     train: TrainOption = None,
     dev: DevOption = None,
-    trainer: TrainerName = typer.Option(PARSER_TRAINER, "--trainer", help="Trainer (see the README's table of "
-                                        "trainers)."),
+    trainer: Optional[TrainerName] = typer.Option(None, "--trainer", help="Trainer (see the README's table of "
+                                                  "trainers).",
+                                                  show_default=f"{PARSER_TRAINER} (with --dask: {DASK_TRAINER})"),
     C: Optional[float] = typer.Option(None, "--C", help="Regularisation constant C of sum_i loss_i + C/2 ||w||^2.",
                                       show_default=f"{PARSER_C['mm']:g} for max-margin trainers, "
                                                    f"{PARSER_C['ll']:g} for log-linear ones"),
     C_path: Optional[str] = typer.Option(None, "--C-path", help="START:FACTOR:COUNT, e.g. 1000:0.7:21: train a "
                                          "warm-started path of C values, print a table, keep the best on dev."),
     passes: Optional[int] = typer.Option(None, "--passes", help="Pass limit.",
-                                         show_default=f"{EG_PASSES} for EG, else the trainer's"),
+                                         show_default=f"{PARSER_PASSES} for {PARSER_TRAINER}, {EG_PASSES} for EG, "
+                                                      "else the trainer's"),
     tol: Optional[float] = typer.Option(None, "--tol", help="Stop when the relative duality gap is below this.",
                                         show_default=f"{EG_TOL:g} for EG, else the trainer's"),
     anneal: AnnealOption = None,
+    average: Optional[bool] = typer.Option(None, "--average/--no-average", help="BCFW: the model (and the "
+                                           "objectives reported) is the weighted average of the iterates "
+                                           "(Lacoste-Julien et al. 2013).", show_default="on for bcfw"),
     order: OrderOption = None,
     seed: SeedOption = None,
     max_seconds: MaxSecondsOption = None,
-    patience: Optional[int] = typer.Option(None, "--patience", callback=at_least_one, help="Stop when the dev "
+    patience: Optional[int] = typer.Option(None, "--patience", callback=at_least_zero, help="Stop when the dev "
                                            "score has not improved for this many passes; the model is the best "
-                                           "dev pass's (as with --max-seconds and a dev set).",
-                                           show_default="no early stop"),
+                                           "dev pass's (as with --max-seconds and a dev set); 0: no early stop.",
+                                           show_default=f"{PARSER_PATIENCE} with a dev set"),
     root: Optional[Root] = typer.Option(None, "--root", help="Tree space: one root child or any number.",
                                         show_default="the data set's, or single if every training tree has one"),
     tree: Tree = typer.Option(Tree.projective, "--tree", help="Tree space: projective (Eisner), non-projective "
@@ -176,7 +190,7 @@ def parser_train(
     as_json: JsonOption = False,
 ) -> None:
     """Train a first-order dependency parser (and its arc labeler) and save it."""
-    from egnlp.api import train_parser, train_parser_path
+    from egnlp.api import parser_settings, train_parser, train_parser_path
     from egnlp.training.path import parse_c_path
     from egnlp.training.records import BestPass
     from egnlp.training.registry import get_trainer, make_config
@@ -184,12 +198,13 @@ def parser_train(
     try:
         model_file(out)
         settings = trainer_settings(max_passes=passes, anneal=anneal, order=order.value if order else None,
-                                    seed=seed, max_seconds=max_seconds)
+                                    seed=seed, max_seconds=max_seconds, average=average)
         if C_path is not None and C is not None:
             raise ValueError("give --C or --C-path, not both")
-        if C_path is not None and patience is not None:
+        trainer_name = trainer.value if trainer is not None else DASK_TRAINER if dask is not None else PARSER_TRAINER
+        if C_path is not None and patience:
             raise ValueError("--patience stops one run; it does not go with --C-path")
-        if patience is not None and dev is None and data is None:
+        if patience and dev is None and data is None:
             raise ValueError("--patience needs a dev set: give --dev, or --data with a dev split")
         if C_path is not None and save_on_interrupt:
             raise ValueError("--save-on-interrupt keeps the best pass of one run; it does not go with --C-path")
@@ -197,15 +212,20 @@ def parser_train(
             raise ValueError("--workers goes with --dask")
         if workers is not None and workers < 1:
             raise ValueError(f"--workers must be at least 1, not {workers}")
-        if dask is not None and (C_path is not None or patience is not None or save_on_interrupt):
+        if dask is not None and (C_path is not None or patience or save_on_interrupt):
             raise ValueError("--dask trains one run: it does not go with --C-path, --patience or --save-on-interrupt")
         Cs = parse_c_path(C_path) if C_path is not None else None
         # Check the settings against the trainer before reading any data.
-        spec = get_trainer(trainer.value)
-        config = make_config(spec, **settings, **trainer_settings(C=Cs[0] if Cs else C or PARSER_C[spec.objective],
-                                                                  tol=tol))
+        spec = get_trainer(trainer_name)
+        if Cs is None and dask is None:
+            settings = parser_settings(trainer_name, settings)
+        config = make_config(spec, **{**settings, **trainer_settings(C=Cs[0] if Cs else C or PARSER_C[spec.objective],
+                                                                     tol=tol)})
         invalid: list[str] | None = [] if skip_invalid else None
         train_sents, dev_sents, data_root = _training_data(data, train, dev, encoding, invalid, _format(fmt))
+        if patience is None and Cs is None and dask is None and dev_sents:
+            patience = PARSER_PATIENCE
+        patience = patience or None  # 0: no early stop
         if invalid:
             note(f"skipped {len(invalid)} sentences whose heads do not form a tree (first: {invalid[0]})", quiet)
         chosen_root = root.value if root is not None else data_root
@@ -220,13 +240,13 @@ def parser_train(
                 note(f"{p.C:10.4g} {p.eff_iters:8.2f} {p.total_eff_iters:8.2f} {p.dev_uas:7.2f}"
                      + ("" if p.converged else "  (not converged)"), quiet)
 
-            model, points = train_parser_path(train_sents, dev_sents, Cs, trainer=trainer.value, **model_settings,
+            model, points = train_parser_path(train_sents, dev_sents, Cs, trainer=trainer_name, **model_settings,
                                               tol=tol if tol is not None else 1e-3, on_point=show_point, **settings)
             result = next(p.result for p in points if p.C == model.info["config"]["C"])
             note(f"best C on dev: {model.info['config']['C']:.4g}", quiet)
         else:
             settings.update(trainer_settings(C=C, tol=tol))
-            label = f"trainer {trainer.value}" + (f", C={C:g}" if C is not None else "")
+            label = f"trainer {trainer_name}" + (f", C={C:g}" if C is not None else "")
             progress = TrainingProgress(label, has_dual=spec.has_dual, max_passes=getattr(config, "max_passes", None),
                                         quiet=quiet)
             callbacks = [*([BestPass()] if save_on_interrupt else []), progress]  # kept before it is shown
@@ -236,10 +256,10 @@ def parser_train(
 
                     with dask_client(dask, workers) as client:
                         model, result = train_parser_dask(client, train_sents, dev_sents, workers=workers,
-                                                          trainer=trainer.value, **model_settings,
+                                                          trainer=trainer_name, **model_settings,
                                                           callbacks=callbacks, data=data, **settings)
                 else:
-                    model, result = train_parser(train_sents, dev_sents, trainer=trainer.value, **model_settings,
+                    model, result = train_parser(train_sents, dev_sents, trainer=trainer_name, **model_settings,
                                                  callbacks=callbacks, patience=patience, **settings)
         model.save(out)
     except KeyboardInterrupt as stop:
@@ -248,7 +268,7 @@ def parser_train(
         fail(str(exc))
     seconds = time.perf_counter() - start
     if as_json:
-        print_json({"model": str(out), "trainer": trainer.value, "converged": result.converged, "tree": model.tree,
+        print_json({"model": str(out), "trainer": trainer_name, "converged": result.converged, "tree": model.tree,
                     "root": model.root, "labeled": model.labeler is not None, "train_sentences": len(train_sents),
                     "dev_sentences": len(dev_sents or ()), "seconds": seconds, "final": result.final.as_dict(),
                     **({"best_pass": model.info["best_pass"]} if "best_pass" in model.info else {})})
@@ -412,7 +432,8 @@ def demo(data: str = typer.Option("wsj", "--data", help="Dependency data set for
         typer.echo(f"parser data {data}: train {len(train_sents)}, dev {len(dev_sents)}, test {len(test_sents)} "
                    "sentences", err=True)
         parser, _ = train_parser(train_sents, dev_sents, root=dataset_root(data),
-                                 callbacks=[progress_printer("parser: online EG, max-margin")], **settings)
+                                 patience=PARSER_PATIENCE if dev_sents else None,
+                                 callbacks=[progress_printer(f"parser: {PARSER_TRAINER} (averaged), max-margin")], **settings)
         parser.save(out / "demo-parser.npz")
         t_train, t_dev, t_test = (load_sentences(tagger_data, s) for s in ("train", "dev", "test"))
         t_train = t_train[:limit]

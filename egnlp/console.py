@@ -49,7 +49,10 @@ USER_ERRORS = (CorpusError, ModelError, ValueError, OSError)
 # --- defaults shown in --help ---------------------------------------------------------------------
 # Written here because the modules that define them load every kernel; tests/test_cli_conventions.py
 # keeps each equal to the code's own.
-PARSER_TRAINER = "eg-mm"  # egnlp.api.DEFAULT_PARSER_TRAINER
+PARSER_TRAINER = "bcfw"  # egnlp.api.DEFAULT_PARSER_TRAINER
+PARSER_PASSES = 15  # egnlp.api.DEFAULT_PARSER_SETTINGS
+PARSER_PATIENCE = 3  # egnlp.api.DEFAULT_PATIENCE
+DASK_TRAINER = "eg-mm"  # parser train --dask without --trainer (egnlp.distributed.DASK_TRAINERS)
 PARSER_C = {"mm": 100.0, "ll": 20.0}  # egnlp.api.DEFAULT_PARSER_C
 EG_PASSES, EG_TOL = 60, 1e-3  # egnlp.training.eg.EGConfig
 CRF_TRAINER, CRF_C = "eg-ll", 1.0  # egnlp.tagging.DEFAULT_C
@@ -183,6 +186,13 @@ def at_least_one(value: Optional[int]) -> Optional[int]:
     """A count option's value, checked: None or a whole number >= 1 (else a command-line error)."""
     if value is not None and value < 1:
         raise typer.BadParameter(f"must be at least 1, not {value}")
+    return value
+
+
+def at_least_zero(value: Optional[int]) -> Optional[int]:
+    """A count option's value, checked: None or a whole number >= 0 (else a command-line error)."""
+    if value is not None and value < 0:
+        raise typer.BadParameter(f"must be at least 0, not {value}")
     return value
 
 

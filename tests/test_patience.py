@@ -114,4 +114,9 @@ def test_cli_patience(data, tmp_path: Path) -> None:
     assert "dev set" in error_line(run("parser", "train", "--train", train, "--patience", 2, "--out", model))
     assert "--C-path" in error_line(run("parser", "train", "--train", train, "--dev", dev, "--patience", 2,
                                         "--C-path", "100:0.5:2", "--out", model))
-    assert "--patience" in usage_line(run("parser", "train", "--train", train, "--patience", 0, "--out", model))
+    assert "--patience" in usage_line(run("parser", "train", "--train", train, "--patience", -1, "--out", model))
+    # 0 turns the default early stop (with a dev set) off
+    plain = run("parser", "train", "--train", train, "--dev", dev, "--patience", 0, "--passes", 6, "--no-labels",
+                "--json", "--out", model)
+    assert_ok(plain)
+    assert json.loads(plain.stdout)["final"]["passes"] == 6 and "best_pass" not in json.loads(plain.stdout)

@@ -66,10 +66,10 @@ def test_every_trainers_defaults_pass_the_check(trainer) -> None:
 
 def test_the_training_functions_check_their_settings(wsj: list) -> None:
     calls = [
-        (lambda: train_parser(wsj, passes=2), "trainer 'eg-mm' has no setting passes \\(did you mean max_passes\\?\\)"),
-        (lambda: train_parser(wsj, **{"C": "big"}), "setting C of trainer 'eg-mm' must be a number"),
+        (lambda: train_parser(wsj, passes=2), "trainer 'bcfw' has no setting passes \\(did you mean max_passes\\?\\)"),
+        (lambda: train_parser(wsj, **{"C": "big"}), "setting C of trainer 'bcfw' must be a number"),
         (lambda: train_parser(wsj, trainer="lbfgs", order="cyclic"), "trainer 'lbfgs' has no setting order"),
-        (lambda: train_parser_path(wsj, wsj, [10.0, 1.0], passes=2), "trainer 'eg-mm' has no setting passes"),
+        (lambda: train_parser_path(wsj, wsj, [10.0, 1.0], passes=2), "trainer 'bcfw' has no setting passes"),
         (lambda: train_parser_path(wsj, wsj, [10.0, 1.0], C=3.0), "takes its C values from Cs, not from C="),
         (lambda: train_crf_tagger([["a"]], [["N"]], passes=2), "trainer 'eg-ll' has no setting passes"),
         (lambda: train_maxent_tagger([["a"]], [["N"]], max_pases=2), "trainer 'cd' has no setting max_pases "
