@@ -31,7 +31,7 @@ from egnlp.console import (AnnealOption, OrderOption, DASK_TRAINER, EG_PASSES, E
                            DevOption, EncodingOption, JobsOption, JsonOption, MaxSecondsOption, ModelOut, QuietOption,
                            SaveOnInterruptOption, SeedOption, Split, TextOut, TrainerName, TrainingProgress,
                            TrainOption, TreeFormat, dataset_names, fail, interrupted, model_file, new_app, note, write_output_pieces,
-                           at_least_one, at_least_zero, output_name, print_json, progress_printer, write_output)
+                           at_least_zero, output_name, print_json, progress_printer, write_output)
 from egnlp.tagger_cli import parse_text_command, tagger_app
 
 # The commands import the modules they use when they run (Numba kernels, SciPy, NLTK): 'egnlp --help' and
