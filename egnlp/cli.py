@@ -12,13 +12,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-
-# One BLAS thread per process (the user's own setting wins).  egnlp's BLAS calls are dot products of
-# weight-sized vectors, between which idle BLAS threads spin: 'parser train --data es' took 146.9 CPU s
-# (125.3 s wall) with OpenBLAS's default threads on 2 cores and 110.8 CPU s (111.0 s wall) with one
-# (farm-bench, one run each).  Parallel work goes through --jobs processes instead.
-for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_variable, "1")
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -33,6 +26,14 @@ from egnlp.console import (AnnealOption, OrderOption, DASK_TRAINER, EG_PASSES, E
                            TrainOption, TreeFormat, dataset_names, fail, interrupted, model_file, new_app, note, write_output_pieces,
                            at_least_zero, output_name, print_json, progress_printer, write_output)
 from egnlp.tagger_cli import parse_text_command, tagger_app
+
+# One BLAS thread per process, set before any command imports NumPy (the user's own setting wins).
+# egnlp's BLAS calls are dot products of weight-sized vectors, between which idle BLAS threads spin:
+# 'parser train --data es' took 146.9 CPU s (125.3 s wall) with OpenBLAS's default threads on 2 cores
+# and 110.8 CPU s (111.0 s wall) with one (farm-bench, one run each).  Parallel work goes through --jobs
+# processes instead.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
 
 # The commands import the modules they use when they run (Numba kernels, SciPy, NLTK): 'egnlp --help' and
 # 'egnlp data list' load none of them.
