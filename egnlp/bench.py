@@ -46,7 +46,8 @@ def run_spec(spec: str) -> tuple[str, dict]:
 
     Suffixes: ``/cyclic``, ``/random`` or ``/gap`` (example order), ``/fixed`` (EG
     without annealing of C), ``/average`` (SGD iterate averaging), ``/paper``
-    (``egr`` with the paper's step from the data bound on L instead of the checked estimate).
+    (``egr`` with the paper's step from the data bound on L instead of the checked estimate),
+    ``/<N>s`` (this run's own time budget, N seconds, instead of the bench's).
     """
     name, *flags = spec.split("/")
     trainer = get_trainer(name)
@@ -61,10 +62,21 @@ def run_spec(spec: str) -> tuple[str, dict]:
             settings["average"] = True
         elif flag in ("paper", "adaptive") and "step" in fields:
             settings["step"] = flag
+        elif flag.endswith("s") and _is_positive_number(flag[:-1]) and "max_seconds" in fields:
+            settings["max_seconds"] = float(flag[:-1])
         else:
             raise ValueError(f"run '{spec}': '{flag}' is not a setting of trainer '{name}' "
-                             "(suffixes: /random, /cyclic, /gap, /fixed, /average, /paper, /adaptive)")
+                             "(suffixes: /random, /cyclic, /gap, /fixed, /average, /paper, /adaptive, "
+                             "/<seconds>s)")
     return name, settings
+
+
+def _is_positive_number(text: str) -> bool:
+    try:
+        value = float(text)
+    except ValueError:
+        return False
+    return np.isfinite(value) and value > 0
 
 
 def first_reaching(records: Sequence[PassRecord], optimum: float, threshold: float) -> PassRecord | None:
@@ -95,10 +107,10 @@ def compare_optimizers(problem, specs: Sequence[str], C: float, *, dev=None, max
         if "tol" in fields:
             settings["tol"] = 1e-12 if name == "lbfgs" else 1e-7
         if max_seconds is not None:
-            settings["max_seconds"] = max_seconds
+            settings.setdefault("max_seconds", max_seconds)  # a run's own budget (/<N>s) wins
         if max_passes is not None:
             settings["max_passes"] = max_passes
-        elif max_seconds is not None:
+        elif "max_seconds" in settings:
             settings["max_passes"] = 1_000_000  # the time budget decides
         if "seed" in fields:
             settings["seed"] = seed

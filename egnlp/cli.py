@@ -165,7 +165,8 @@ def parser_train(
     patience: Optional[int] = typer.Option(None, "--patience", callback=at_least_zero, help="Stop when the dev "
                                            "score has not improved for this many passes; the model is the best "
                                            "dev pass's (as with --max-seconds and a dev set); 0: no early stop.",
-                                           show_default=f"{PARSER_PATIENCE} with a dev set"),
+                                           show_default=f"{PARSER_PATIENCE} with a dev set, for the online "
+                                                        "trainers (bcfw, eg-mm, eg-ll, sgd)"),
     root: Optional[Root] = typer.Option(None, "--root", help="Tree space: one root child or any number.",
                                         show_default="the data set's, or single if every training tree has one"),
     tree: Tree = typer.Option(Tree.projective, "--tree", help="Tree space: projective (Eisner), non-projective "
@@ -191,7 +192,7 @@ def parser_train(
     as_json: JsonOption = False,
 ) -> None:
     """Train a first-order dependency parser (and its arc labeler) and save it."""
-    from egnlp.api import parser_settings, train_parser, train_parser_path
+    from egnlp.api import default_patience, parser_settings, train_parser, train_parser_path
     from egnlp.training.path import parse_c_path
     from egnlp.training.records import BestPass
     from egnlp.training.registry import get_trainer, make_config
@@ -225,7 +226,7 @@ def parser_train(
         invalid: list[str] | None = [] if skip_invalid else None
         train_sents, dev_sents, data_root = _training_data(data, train, dev, encoding, invalid, _format(fmt))
         if patience is None and Cs is None and dask is None and dev_sents:
-            patience = PARSER_PATIENCE
+            patience = default_patience(trainer_name)
         patience = patience or None  # 0: no early stop
         if invalid:
             note(f"skipped {len(invalid)} sentences whose heads do not form a tree (first: {invalid[0]})", quiet)
@@ -480,7 +481,8 @@ def _bench_problem(data: str, limit: Optional[int], root: Optional[Root]):
             raise ValueError("--limit must be at least 1")
         train_sents = train_sents[:limit]
     chosen = root.value if root is not None else data_root
-    featurizer, problem, seconds = build_parsing_problem(train_sents, chosen)
+    # the benches visit every sentence many times: compiled sentences are kept (up to 1 GiB)
+    featurizer, problem, seconds = build_parsing_problem(train_sents, chosen, cache_bytes=1 << 30)
     typer.echo(f"{data}: {len(train_sents)} training sentences, {problem.features.n_features} features "
                f"({seconds:.1f} s); dev {len(dev_sents)} sentences", err=True)
     return problem, uas_scorer(featurizer, dev_sents, chosen)

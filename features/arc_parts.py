@@ -10,7 +10,11 @@ arcs.
 
 A sentence is compiled (:func:`_compile`) when a call first needs it and kept
 until another sentence is asked for: the scores and the sparse changes of one
-EG visit share one compilation.  A compiled sentence holds
+EG visit share one compilation.  With a ``cache_bytes`` budget, compiled
+sentences are also kept for later passes until the budget is spent (a
+trainer that visits every sentence several times an iteration, ``egr``, then
+compiles each once: compiling is about half the cost of a visit).  A compiled
+sentence holds
 
 - *entries*: template keys with their 16 ids (alone, then with each
   direction and distance slot; -1 where the alphabet has no such feature):
@@ -574,13 +578,19 @@ def _cells(cs, r0, r1, coef, w, scores, buf, touched):
     return count
 
 
+def _compiled_nbytes(cs: CompiledSentence) -> int:
+    return sum(getattr(cs, f).nbytes for f in ("ent_ids", "pair_ptr", "pair_ids", "tags", "pair_block", "blocks"))
+
+
 class ArcPartFeatures:
     """The arc features of an encoded corpus under an :class:`~egnlp.features.arc_featurizer.ArcFeaturizer`,
     computed one sentence at a time (see the module docstring): a
     :class:`~egnlp.training.problem.PartFeatureSet` with the parts and ids of
     :meth:`ArcFeaturizer.part_features`.  Keep the featurizer's alphabet fixed while it is used."""
 
-    def __init__(self, featurizer, encoded: EncodedCorpus):
+    def __init__(self, featurizer, encoded: EncodedCorpus, cache_bytes: int = 0):
+        if cache_bytes < 0:
+            raise ValueError(f"cache_bytes must be at least 0, not {cache_bytes}")
         self.encoded = encoded
         self.flags = int(featurizer.flags)
         self.hash_bits = int(featurizer.hash_bits)
@@ -598,6 +608,8 @@ class ArcPartFeatures:
         self._pair_ids = np.empty(0, dtype=np.int32)
         self._compiled: tuple[int, CompiledSentence] | None = None
         self._buf: np.ndarray | None = None
+        self.cache_room = int(cache_bytes)  # bytes of the budget not yet spent
+        self._cache: dict[int, CompiledSentence] = {}
 
     @property
     def n_examples(self) -> int:
@@ -609,8 +621,9 @@ class ArcPartFeatures:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the corpus arrays kept (not the id table, the featurizer's)."""
-        return self.encoded.tok_ptr.nbytes + self.encoded.atoms.nbytes + self.part_ptr.nbytes
+        """Bytes of the corpus arrays and cached sentences kept (not the id table, the featurizer's)."""
+        cached = sum(_compiled_nbytes(cs) for cs in self._cache.values())
+        return self.encoded.tok_ptr.nbytes + self.encoded.atoms.nbytes + self.part_ptr.nbytes + cached
 
     def parts(self, i: int) -> tuple[int, int]:
         """The corpus-wide part range ``(lo, hi)`` of example ``i``."""
@@ -620,6 +633,10 @@ class ArcPartFeatures:
         """Sentence ``i`` compiled (kept until another sentence is compiled)."""
         if self._compiled is not None and self._compiled[0] == i:
             return self._compiled[1]
+        cached = self._cache.get(i)
+        if cached is not None:
+            self._compiled = (i, cached)
+            return cached
         if not 0 <= i < self.n_examples:
             raise IndexError(f"sentence {i} of {self.n_examples}")
         self._compiled = None
@@ -632,6 +649,12 @@ class ArcPartFeatures:
         n_keys, ent_ids, pair_ptr, tags, pair_block, blocks = _compile(sentence, self.flags, self.table, self.tag_table,
                                                                        self.hash_bits, self._pair_ids)
         cs = CompiledSentence(n, n_keys, ent_ids, pair_ptr, self._pair_ids, tags, pair_block, blocks)
+        if self.cache_room > 0:
+            kept = cs._replace(pair_ids=self._pair_ids[:pair_ptr[-1]].copy())  # its own copy of the shared buffer
+            size = _compiled_nbytes(kept)
+            if size <= self.cache_room:
+                self._cache[i] = cs = kept
+                self.cache_room -= size
         self._compiled = (i, cs)
         return cs
 

@@ -128,6 +128,39 @@ def test_training_gives_the_same_weights(data, mode, trainer):
         np.testing.assert_allclose(ra.primal, rb.primal, rtol=1e-10)
 
 
+@pytest.mark.parametrize("mode", ["alphabet", "hash"])
+def test_cached_sentences_give_the_same_scores_scatters_and_deltas(mode):
+    """With a cache that holds some of the sentences, two passes in a shuffled order (cached sentences,
+    sentences compiled again and cut ranges mixed) give exactly what an uncached set gives."""
+    train = load_dataset("es", "train")[:40]
+    f = ArcFeaturizer.for_corpus(train, mode, hash_bits=18)
+    enc = f.encode(train)
+    f.fit(enc, [s.heads for s in train])
+    plain = ArcPartFeatures(f, enc)
+    budget = 400_000
+    cached = ArcPartFeatures(f, enc, cache_bytes=budget)
+    rng = np.random.default_rng(4)
+    w = rng.normal(size=plain.n_features)
+    for i in np.concatenate([rng.permutation(plain.n_examples), rng.permutation(plain.n_examples)]):
+        lo, hi = plain.parts(int(i))
+        coef = rng.normal(size=hi - lo)
+        np.testing.assert_array_equal(cached.scores(lo, hi, w), plain.scores(lo, hi, w))
+        a, b = np.zeros(plain.n_features), np.zeros(plain.n_features)
+        plain.scatter(lo, hi, coef, a)
+        cached.scatter(lo, hi, coef, b)
+        np.testing.assert_array_equal(b, a)
+        got = cached.sparse_delta(lo + 3, hi - 2, coef[3:-2], w)
+        want = plain.sparse_delta(lo + 3, hi - 2, coef[3:-2], w)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        assert got[2:] == want[2:]
+    kept = len(cached._cache)
+    assert 0 < kept < plain.n_examples  # the budget held some sentences, not all
+    assert 0 <= cached.cache_room < budget and cached.nbytes == plain.nbytes + budget - cached.cache_room
+    with pytest.raises(ValueError, match="cache_bytes"):
+        ArcPartFeatures(f, enc, cache_bytes=-1)
+
+
 def spec_c(trainer: str) -> float:
     return 100.0 if trainer == "eg-mm" else 20.0
 

@@ -145,3 +145,19 @@ def test_demo_trains_a_parser_and_a_tagger_and_parses_with_predicted_tags(tmp_pa
     assert (tmp_path / "demo-parser.npz").exists() and (tmp_path / "demo-tagger.npz").exists()
     assert "data set 'conll2000-chunk' is for the task 'chunk'" in error_line(
         run("demo", "--tagger-data", "conll2000-chunk", "--out", tmp_path))
+
+
+def test_a_run_of_its_own_budget() -> None:
+    """``/<N>s`` gives one run its own time budget, which wins over the bench's."""
+    from egnlp.api import build_parsing_problem
+    from egnlp.bench import compare_optimizers, run_spec
+
+    assert run_spec("egr/2400s") == ("egr", {"max_seconds": 2400.0})
+    assert run_spec("bcfw/gap/1.5s") == ("bcfw", {"order": "gap", "max_seconds": 1.5})
+    for bad in ("egr/0s", "egr/-3s", "egr/xs", "egr/infs", "egr/s"):
+        with pytest.raises(ValueError, match="not a setting"):
+            run_spec(bad)
+    problem = build_parsing_problem(load_dataset("es", "train")[:10], "single")[1]
+    runs = compare_optimizers(problem, ["egr/1e-9s", "egr/0.5s"], 100.0, max_seconds=1e6)
+    assert len(runs["egr/1e-9s"]) == 1  # the start took longer than its budget
+    assert len(runs["egr/0.5s"]) > 2 and runs["egr/0.5s"][-2].seconds < 0.5

@@ -120,3 +120,15 @@ def test_cli_patience(data, tmp_path: Path) -> None:
                 "--json", "--out", model)
     assert_ok(plain)
     assert json.loads(plain.stdout)["final"]["passes"] == 6 and "best_pass" not in json.loads(plain.stdout)
+
+
+def test_the_default_patience_is_for_the_online_trainers() -> None:
+    """parser train stops the online trainers early by default; the batch ones (egr stalls for its first
+    iterations while mu_k is large) run to their tolerance or pass limit."""
+    from egnlp.api import DEFAULT_PATIENCE, ONLINE_TRAINERS, default_patience
+    from egnlp.training.registry import trainer_names
+
+    assert set(ONLINE_TRAINERS) < set(trainer_names())
+    assert default_patience("bcfw") == default_patience("eg-mm") == DEFAULT_PATIENCE
+    for name in ("egr", "cutting-plane", "lbfgs", "eg-mm-batch", "eg-ll-batch"):
+        assert default_patience(name) is None
