@@ -45,14 +45,14 @@ DEFAULT_PARSER_SETTINGS = {"bcfw": {"average": True, "max_passes": 15}}
 # dev UAS 67.96, where it goes on to 81.3), so they run to their tolerance or pass limit.
 DEFAULT_PATIENCE = 3
 ONLINE_TRAINERS = ("bcfw", "eg-mm", "eg-ll", "sgd")
+# Bytes of compiled sentences kept for trainers that visit every sentence several times an iteration
+# (egr: three times); the others compile a sentence once a visit, which keeps parser training memory flat.
+FEATURE_CACHE_BYTES = {"egr": 1 << 30}
 
 
 def default_patience(trainer: str) -> int | None:
     """parser train's patience for ``trainer`` when a dev set is given and no patience is."""
     return DEFAULT_PATIENCE if trainer in ONLINE_TRAINERS else None
-# Bytes of compiled sentences kept for trainers that visit every sentence several times an iteration
-# (egr: three times); the others compile a sentence once a visit, which keeps parser training memory flat.
-FEATURE_CACHE_BYTES = {"egr": 1 << 30}
 
 
 def parser_settings(trainer: str, settings: dict) -> dict:
