@@ -45,9 +45,11 @@ DEFAULT_PARSER_SETTINGS = {"bcfw": {"average": True, "max_passes": 15}}
 # dev UAS 67.96, where it goes on to 81.3), so they run to their tolerance or pass limit.
 DEFAULT_PATIENCE = 3
 ONLINE_TRAINERS = ("bcfw", "eg-mm", "eg-ll", "sgd")
-# Bytes of compiled sentences kept for trainers that visit every sentence several times an iteration
-# (egr: three times); the others compile a sentence once a visit, which keeps parser training memory flat.
-FEATURE_CACHE_BYTES = {"egr": 1 << 30}
+# Bytes of compiled sentences kept for the trainers that visit every sentence several times an iteration
+# (egr: three times) and for the benches; the others compile a sentence once a visit, which keeps parser
+# training memory flat.
+FEATURE_CACHE_BYTES = 1 << 30
+FEATURE_CACHE_TRAINERS = ("egr",)
 
 
 def default_patience(trainer: str) -> int | None:
@@ -153,8 +155,9 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     given_root, given_tree = root, tree
     root = root or guess_root(train)
     tree = choose_tree([s.heads for s in train], tree)
+    cache_bytes = FEATURE_CACHE_BYTES if trainer in FEATURE_CACHE_TRAINERS else 0
     featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits, tags, tree,
-                                                                 cache_bytes=FEATURE_CACHE_BYTES.get(trainer, 0))
+                                                                 cache_bytes=cache_bytes)
     dev_score = uas_scorer(featurizer, dev, root, tree) if dev else None
     result, interrupted = fit_or_best(spec.fit, problem, config=config, dev=dev_score,
                                       callbacks=(*callbacks, *([keeper] if keeper is not None else [])), state=state)

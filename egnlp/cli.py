@@ -470,7 +470,7 @@ class Objective(str, Enum):
 
 def _bench_problem(data: str, limit: Optional[int], root: Optional[Root]):
     """The parsing problem of a data set's train split (or its first ``limit`` sentences) and a dev UAS scorer."""
-    from egnlp.api import build_parsing_problem, uas_scorer
+    from egnlp.api import FEATURE_CACHE_BYTES, build_parsing_problem, uas_scorer
     from egnlp.corpora import CorpusError, is_dataset
 
     if not is_dataset(data):
@@ -481,8 +481,8 @@ def _bench_problem(data: str, limit: Optional[int], root: Optional[Root]):
             raise ValueError("--limit must be at least 1")
         train_sents = train_sents[:limit]
     chosen = root.value if root is not None else data_root
-    # the benches visit every sentence many times: compiled sentences are kept (up to 1 GiB)
-    featurizer, problem, seconds = build_parsing_problem(train_sents, chosen, cache_bytes=1 << 30)
+    # the benches visit every sentence many times: compiled sentences are kept
+    featurizer, problem, seconds = build_parsing_problem(train_sents, chosen, cache_bytes=FEATURE_CACHE_BYTES)
     typer.echo(f"{data}: {len(train_sents)} training sentences, {problem.features.n_features} features "
                f"({seconds:.1f} s); dev {len(dev_sents)} sentences", err=True)
     return problem, uas_scorer(featurizer, dev_sents, chosen)

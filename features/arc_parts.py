@@ -650,10 +650,10 @@ class ArcPartFeatures:
                                                                        self.hash_bits, self._pair_ids)
         cs = CompiledSentence(n, n_keys, ent_ids, pair_ptr, self._pair_ids, tags, pair_block, blocks)
         if self.cache_room > 0:
-            kept = cs._replace(pair_ids=self._pair_ids[:pair_ptr[-1]].copy())  # its own copy of the shared buffer
-            size = _compiled_nbytes(kept)
+            # its size with its own copy of the used part of the shared pair-id buffer (copied only if kept)
+            size = _compiled_nbytes(cs) - cs.pair_ids.nbytes + int(pair_ptr[-1]) * cs.pair_ids.itemsize
             if size <= self.cache_room:
-                self._cache[i] = cs = kept
+                self._cache[i] = cs = cs._replace(pair_ids=self._pair_ids[:pair_ptr[-1]].copy())
                 self.cache_room -= size
         self._compiled = (i, cs)
         return cs
