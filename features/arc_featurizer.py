@@ -87,6 +87,10 @@ def _key_row(lookup, key):
 # idmap of KeyLookup take three scattered reads.  Half empty, like KeyTable.
 
 
+# The idmap of a KeyLookup whose ids are not read (scoring, hash mode): the same Numba type as a real one.
+_NO_IDMAP = np.full((0, N_SLOTS), -1, dtype=np.int32)
+
+
 class IdTables:
     """The id tables of training (:meth:`ArcFeaturizer.id_tables`): ``all`` keys, and ``tags``, those of
     the templates over tags only (or ``all`` again)."""
@@ -541,10 +545,12 @@ class ArcFeaturizer:
     def encode(self, sentences) -> EncodedCorpus:
         return encode(sentences, self.hasher, self.tags)
 
-    def _key_lookup(self) -> KeyLookup:
-        """The alphabet or hash state the kernels read."""
+    def _key_lookup(self, ids: bool = True) -> KeyLookup:
+        """The alphabet or hash state the kernels read; without ``ids`` an empty ``idmap`` (the scorer
+        reads each key's weights from :meth:`slot_weights`, so parsing does not build it)."""
         cache_keys, cache_vals = self._cache
-        return KeyLookup(self.table.table_keys, self.table.table_vals, self.idmap, self.hash_bits,
+        idmap = self.idmap if ids and self.mode == "alphabet" else _NO_IDMAP
+        return KeyLookup(self.table.table_keys, self.table.table_vals, idmap, self.hash_bits,
                          cache_keys, cache_vals)
 
     def part_features(self, encoded: EncodedCorpus) -> PartFeatures:
@@ -584,7 +590,7 @@ class ArcFeaturizer:
             slot_w = self.slot_weights(w)
         n = encoded.length(s)
         out = np.empty((n + 1, n + 1))
-        _arc_scores(SentenceAtoms(encoded.atoms, encoded.tok_ptr[s], n), self.flags, self._key_lookup(),
+        _arc_scores(SentenceAtoms(encoded.atoms, encoded.tok_ptr[s], n), self.flags, self._key_lookup(ids=False),
                     ArcWeights(w, slot_w), out)
         return out
 

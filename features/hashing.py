@@ -120,7 +120,8 @@ class KeyTable:
         self.keys = keys
         capacity = 1 << max(4, int(2 * max(keys.size, 1) - 1).bit_length())
         self.table_keys = np.zeros(capacity, dtype=np.uint64)
-        self.table_vals = np.full(capacity, -1, dtype=np.int64)
+        # A value is read only where its key matched (table_lookup), so empty slots need none.
+        self.table_vals = np.empty(capacity, dtype=np.int64)
         _table_fill(self.table_keys, self.table_vals, keys)
 
     def __len__(self) -> int:

@@ -13,7 +13,8 @@ from egnlp.corpora import load_dataset
 from egnlp.parser.eisner import inside_outside
 from egnlp.api import build_parsing_problem
 from egnlp.training.eg import EGConfig, _EGRun, fit_eg_ll
-from egnlp.training.problem import log_linear_gradient, log_linear_primal
+from egnlp.training.problem import (log_linear_gradient, log_linear_primal, loss_augmented_examples, max_margin_primal,
+                                    scored_examples)
 
 from eg_checks import accepted_steps_decrease_the_dual, dual_from_scratch
 
@@ -56,6 +57,35 @@ def test_problem_oracles_match_the_kernels(problem):
         gold = problem.gold[lo:hi].reshape(k, k)
         assert gold.sum() == k - 1
         assert problem.loss[lo:hi].sum() == (k - 1) * (k - 1) - (k - 1)
+
+
+def test_objectives_at_w_zero_skip_the_features_and_equal_them(problem):
+    # At w = 0 (where the max-margin trainers start) the scores are zeros without compiling any sentence;
+    # they must be what the features give, and so must every objective computed from them.
+    pf = problem.features
+    zero = np.zeros(pf.n_features)
+    compiled_before = pf.compiled
+    pf.compiled = None  # any use of the features would now fail
+    try:
+        fast_mm = list(loss_augmented_examples(problem, zero))
+        fast_ll = list(scored_examples(problem, zero))
+        primal = max_margin_primal(problem, zero, C)
+    finally:
+        del pf.compiled
+    assert pf.compiled == compiled_before
+    hinges = 0.0
+    for (i, lo, hi, s, z), (_, _, _, s_ll, log_z) in zip(fast_mm, fast_ll):
+        ref = pf.scores(lo, hi, zero)
+        np.testing.assert_array_equal(s, ref)
+        np.testing.assert_array_equal(z, problem.argmax(i, ref + problem.loss[lo:hi]))
+        assert log_z == problem.log_partition(i, ref)
+        hinges += float(z @ problem.loss[lo:hi])
+    assert primal == pytest.approx(hinges, rel=1e-15)
+    # a w with one weight set goes through the features
+    w = zero.copy()
+    w[int(pf.n_features) // 2] = 1.0
+    for (i, lo, hi, s, _) in loss_augmented_examples(problem, w):
+        np.testing.assert_array_equal(s, pf.scores(lo, hi, w))
 
 
 def test_primal_gradient_matches_finite_differences(problem):

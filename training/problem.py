@@ -67,19 +67,29 @@ class StructuredProblem(Protocol):
 def scored_examples(problem: StructuredProblem, w: np.ndarray) -> Iterator[tuple[int, int, int, np.ndarray, float]]:
     """For every example i: ``(i, lo, hi, s, log Z(s))`` with part scores s = w . phi."""
     pf = problem.features
+    scores = _scorer(pf, w)
     for i in range(pf.n_examples):
         lo, hi = pf.parts(i)
-        s = pf.scores(lo, hi, w)
+        s = scores(lo, hi)
         yield i, lo, hi, s, problem.log_partition(i, s)
+
+
+def _scorer(pf, w: np.ndarray):
+    """``(lo, hi) -> w . phi`` of those parts; zeros without computing any features when w is 0 (where
+    the max-margin trainers start: their first record would otherwise compile every example)."""
+    if np.shape(w) != (pf.n_features,) or np.any(w):  # (a misshapen w goes where it is refused)
+        return lambda lo, hi: pf.scores(lo, hi, w)
+    return lambda lo, hi: np.zeros(hi - lo)
 
 
 def loss_augmented_examples(problem: StructuredProblem, w: np.ndarray) -> Iterator[tuple[int, int, int, np.ndarray, np.ndarray]]:
     """For every example i: ``(i, lo, hi, s, z)`` with s = w . phi and z the parts of
     the loss-augmented argmax, argmax_y [e(y) + s(y)] (never the plain argmax)."""
     pf = problem.features
+    scores = _scorer(pf, w)
     for i in range(pf.n_examples):
         lo, hi = pf.parts(i)
-        s = pf.scores(lo, hi, w)
+        s = scores(lo, hi)
         yield i, lo, hi, s, problem.argmax(i, s + problem.loss[lo:hi])
 
 
