@@ -62,9 +62,13 @@ def _exp_transitions(transitions):
     if top == -np.inf:
         top = 0.0
     E = np.empty((L, L))
+    at_zero = np.exp(-top)
     for a in range(L):
         for b in range(L):
-            E[a, b] = np.exp(transitions[a, b] - top)
+            # Most pairs of a large tag set were never seen in training: their score is 0 (a tagger's
+            # transitions without a part) or -inf (forbidden), whose exp is known without calling exp.
+            x = transitions[a, b]
+            E[a, b] = at_zero if x == 0.0 else np.exp(x - top) if x > -np.inf else 0.0
     return E, top
 
 
@@ -91,7 +95,7 @@ def _lse_sum(x, y):
 
 
 @numba.njit(cache=True)
-def _forward(emissions, transitions, start, alpha):
+def _forward(emissions, transitions, start, E, top, alpha):
     """Fill alpha[t, b] = log sum over label prefixes ending in b at t (sum-product).
 
     alpha[0, b] = start[b] + emissions[0, b];
@@ -104,7 +108,6 @@ def _forward(emissions, transitions, start, alpha):
     exactly in log space, so huge scores stay exact.
     """
     n, L = emissions.shape
-    E, top = _exp_transitions(transitions)
     scaled = np.empty(L)
     acc = np.empty(L)
     for b in range(L):
@@ -133,7 +136,7 @@ def _forward(emissions, transitions, start, alpha):
 
 
 @numba.njit(cache=True)
-def _backward(emissions, transitions, stop, beta):
+def _backward(emissions, transitions, stop, E, top, beta):
     """Fill beta[t, a] = log sum over label suffixes after label a at t.
 
     beta[n - 1, a] = stop[a];
@@ -141,9 +144,9 @@ def _backward(emissions, transitions, stop, beta):
     scaled like ``_forward`` (with g[b] = emissions[t + 1, b] + beta[t + 1, b]).
     """
     n, L = emissions.shape
-    E, top = _exp_transitions(transitions)
+    ET = np.ascontiguousarray(E.T)  # ET[b, a] = E[a, b]
     g = np.empty(L)
-    scaled = np.empty(L)
+    acc = np.empty(L)
     for a in range(L):
         beta[n - 1, a] = stop[a]
     for t in range(n - 2, -1, -1):
@@ -156,14 +159,19 @@ def _backward(emissions, transitions, stop, beta):
             for a in range(L):
                 beta[t, a] = -np.inf
             continue
-        for b in range(L):
-            scaled[b] = np.exp(g[b] - m)
+        # acc[a] = sum_b E[a, b] exp(g[b] - m), summed over b in order as a whole row of a at a
+        # time: the inner loop runs along a row of ET and vectorises (a sum per a does not, and
+        # made this the slowest loop of forward-backward)
         for a in range(L):
-            acc = 0.0
-            for b in range(L):
-                acc += E[a, b] * scaled[b]
-            if acc > _TINY:
-                beta[t, a] = m + top + np.log(acc)
+            acc[a] = 0.0
+        for b in range(L):
+            scaled = np.exp(g[b] - m)
+            if scaled != 0.0:
+                for a in range(L):
+                    acc[a] += ET[b, a] * scaled
+        for a in range(L):
+            if acc[a] > _TINY:
+                beta[t, a] = m + top + np.log(acc[a])
             else:
                 beta[t, a] = _lse_sum(transitions[a], g)
 
@@ -172,7 +180,8 @@ def _backward(emissions, transitions, stop, beta):
 def _log_partition(emissions, transitions, start, stop):
     """log Z = logsum_b (alpha[n - 1, b] + stop[b])."""
     alpha = np.empty(emissions.shape)
-    _forward(emissions, transitions, start, alpha)
+    E, top = _exp_transitions(transitions)
+    _forward(emissions, transitions, start, E, top, alpha)
     return _lse_sum(alpha[-1], stop)
 
 
@@ -193,13 +202,13 @@ def _forward_backward(emissions, transitions, start, stop, node, edge, edge_t, p
     n, L = emissions.shape
     alpha = np.empty((n, L))
     beta = np.empty((n, L))
-    _forward(emissions, transitions, start, alpha)
-    _backward(emissions, transitions, stop, beta)
+    E, top = _exp_transitions(transitions)  # once: L^2 exps cost as much as the charts of a short sentence
+    _forward(emissions, transitions, start, E, top, alpha)
+    _backward(emissions, transitions, stop, E, top, beta)
     log_z = _lse_sum(alpha[n - 1], stop)
     for t in range(n):
         for y in range(L):
             node[t, y] = np.exp(alpha[t, y] + beta[t, y] - log_z)
-    E, top = _exp_transitions(transitions)
     for a in range(L):
         for b in range(L):
             edge[a, b] = 0.0
@@ -222,15 +231,21 @@ def _forward_backward(emissions, transitions, start, stop, node, edge, edge_t, p
             for a in range(L):
                 ea[a] = np.exp(alpha[t - 1, a] - x) * scale
                 eb[a] = np.exp(g[a] - y)
-        for a in range(L):
-            for b in range(L):
-                if exact:
-                    p = np.exp(alpha[t - 1, a] + transitions[a, b] + g[b] - log_z)
-                else:
-                    p = ea[a] * E[a, b] * eb[b]
-                edge[a, b] += p
-                if per_position:
-                    edge_t[t - 1, a, b] = p
+        if exact or per_position:
+            for a in range(L):
+                for b in range(L):
+                    if exact:
+                        p = np.exp(alpha[t - 1, a] + transitions[a, b] + g[b] - log_z)
+                    else:
+                        p = ea[a] * E[a, b] * eb[b]
+                    edge[a, b] += p
+                    if per_position:
+                        edge_t[t - 1, a, b] = p
+        else:  # the same sums without branches in the inner loop, which then vectorises
+            for a in range(L):
+                if ea[a] != 0.0:  # a row of zeros would add 0.0 everywhere
+                    for b in range(L):
+                        edge[a, b] += ea[a] * E[a, b] * eb[b]
     return log_z
 
 
@@ -245,20 +260,23 @@ def _viterbi(emissions, transitions, start, stop, path):
     n, L = emissions.shape
     delta = np.empty((n, L))
     back = np.zeros((n, L), dtype=np.int64)
-    into = np.ascontiguousarray(transitions.T)  # into[b, a] = transitions[a, b]
+    best = np.empty(L)
     for b in range(L):
         delta[0, b] = start[b] + emissions[0, b]
     for t in range(1, n):
+        # max over a for all b at once, a row of transitions at a time (the inner loop vectorises); a
+        # strict > over increasing a keeps the smallest a of a tie, and -inf everywhere gives a = 0
         for b in range(L):
-            best = delta[t - 1, 0] + into[b, 0]
-            arg = 0
-            for a in range(1, L):
-                v = delta[t - 1, a] + into[b, a]
-                if v > best:
-                    best = v
-                    arg = a
-            delta[t, b] = emissions[t, b] + best
-            back[t, b] = arg
+            best[b] = -np.inf
+        for a in range(L):
+            d = delta[t - 1, a]
+            for b in range(L):
+                v = d + transitions[a, b]
+                if v > best[b]:
+                    best[b] = v
+                    back[t, b] = a
+        for b in range(L):
+            delta[t, b] = emissions[t, b] + best[b]
     best = delta[n - 1, 0] + stop[0]
     arg = 0
     for b in range(1, L):

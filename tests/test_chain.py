@@ -178,3 +178,49 @@ def test_huge_scores_against_brute_force(seed):
     np.testing.assert_allclose(mu_e, edge, atol=1e-10)
     np.testing.assert_allclose(mu_t, edge_t, atol=1e-10)
     np.testing.assert_array_equal(viterbi(e, tr, st, sp)[0], best)
+
+
+def reference_viterbi(e, tr, st, sp):
+    """Viterbi written the plain way: at each step and label the first (smallest) best previous label."""
+    n, L = e.shape
+    delta = st + e[0]
+    back = np.zeros((n, L), dtype=np.int64)
+    for t in range(1, n):
+        cand = delta[:, None] + tr  # cand[a, b]
+        back[t] = np.argmax(cand, axis=0)
+        delta = e[t] + cand[back[t], np.arange(L)]
+    path = np.empty(n, dtype=np.int64)
+    path[-1] = int(np.argmax(delta + sp))
+    for t in range(n - 1, 0, -1):
+        path[t - 1] = back[t, path[t]]
+    return path, float((delta + sp)[path[-1]])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ties_unseen_and_forbidden_transitions(seed):
+    # A tagger's transitions are 0 where no part exists and may be -inf where forbidden; small integer
+    # scores make ties everywhere.  Viterbi keeps the smallest label of a tie at every step, as the plain
+    # loop does; the summed edge marginals are the per-position ones summed, to the bit, and brute force.
+    rng = np.random.default_rng(seed)
+    n, L = (4, 4) if seed % 2 else (30, 9)
+    e = rng.integers(-2, 3, size=(n, L)).astype(float)
+    tr = rng.integers(-2, 3, size=(L, L)).astype(float)
+    tr[rng.random((L, L)) < 0.5] = 0.0
+    if seed % 3 == 0:
+        tr[rng.random((L, L)) < 0.3] = -np.inf
+    st, sp = rng.integers(-1, 2, size=L).astype(float), np.zeros(L)
+    path, score = viterbi(e, tr, st, sp)
+    ref_path, ref_score = reference_viterbi(e, tr, st, sp)
+    np.testing.assert_array_equal(path, ref_path)
+    assert score == ref_score
+    z, mu, mu_e = forward_backward(e, tr, st, sp)
+    z_t, mu_t, mu_e_t, per_t = forward_backward(e, tr, st, sp, per_position=True)
+    assert z == z_t
+    np.testing.assert_array_equal(mu, mu_t)
+    np.testing.assert_array_equal(mu_e, mu_e_t)
+    np.testing.assert_allclose(mu_e, per_t.sum(axis=0), atol=1e-12)
+    if L ** n <= 1024:
+        log_z, node, edge, _, (_, best_score), _ = brute_force(e, tr, st, sp)
+        assert z == pytest.approx(log_z, rel=1e-12)
+        np.testing.assert_allclose(mu_e, edge, atol=1e-12)
+        assert score == pytest.approx(best_score)
