@@ -13,8 +13,8 @@ from egnlp.corpora import load_dataset
 from egnlp.parser.eisner import inside_outside
 from egnlp.api import build_parsing_problem
 from egnlp.training.eg import EGConfig, _EGRun, fit_eg_ll
-from egnlp.training.problem import (log_linear_gradient, log_linear_primal, loss_augmented_examples, max_margin_primal,
-                                    scored_examples)
+from egnlp.training.problem import (example_blocks, log_linear_gradient, log_linear_primal, loss_augmented_examples,
+                                    max_margin_primal, scored_examples)
 
 from eg_checks import accepted_steps_decrease_the_dual, dual_from_scratch
 
@@ -86,6 +86,27 @@ def test_objectives_at_w_zero_skip_the_features_and_equal_them(problem):
     w[int(pf.n_features) // 2] = 1.0
     for (i, lo, hi, s, _) in loss_augmented_examples(problem, w):
         np.testing.assert_array_equal(s, pf.scores(lo, hi, w))
+
+
+@pytest.mark.parametrize("size", [1, 700, 5000, 1 << 22])
+def test_example_blocks_cover_every_part_once_in_whole_examples(problem, size):
+    pf = problem.features
+    blocks = list(example_blocks(pf, size))
+    starts = {pf.parts(i)[0] for i in range(pf.n_examples)} | {pf.n_parts}
+    assert blocks[0][0] == 0 and blocks[-1][1] == pf.n_parts
+    assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
+    for lo, hi in blocks:
+        assert lo in starts and hi in starts and hi > lo
+        one_example = any(pf.parts(i) == (lo, hi) for i in range(pf.n_examples))
+        assert hi - lo <= size or one_example
+    # blocks are as long as allowed: two neighbours together would be too long
+    assert all(b[1] - a[0] > size for a, b in zip(blocks, blocks[1:]))
+    W_blocks, W_whole = np.zeros(pf.n_features), np.zeros(pf.n_features)
+    coef = np.linspace(-1.0, 1.0, pf.n_parts)
+    for lo, hi in blocks:
+        pf.scatter(lo, hi, coef[lo:hi], W_blocks)
+    pf.scatter(0, pf.n_parts, coef, W_whole)
+    np.testing.assert_array_equal(W_blocks, W_whole)
 
 
 def test_primal_gradient_matches_finite_differences(problem):

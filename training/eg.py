@@ -35,6 +35,7 @@ import numpy as np
 from egnlp.features.csr import add_sparse
 from egnlp.training.problem import (
     StructuredProblem,
+    example_blocks,
     hinge,
     loss_augmented_examples,
     scored_examples,
@@ -169,7 +170,8 @@ class _EGRun:
         if theta is None:
             # theta = -k e tilts the start toward the gold structure (Bartlett et al. 2004, Fig. 4b).
             k = config.theta_init if config.theta_init is not None else (MM_TILT if objective == "mm" else LL_TILT)
-            self.theta = -float(k) * np.asarray(problem.loss, dtype=np.float64)
+            self.theta = np.empty(pf.n_parts)
+            np.multiply(problem.loss, -float(k), out=self.theta)  # without a float64 copy of the loss
         else:
             self.theta = np.array(theta, dtype=np.float64)
         if self.theta.shape != (pf.n_parts,):
@@ -183,7 +185,8 @@ class _EGRun:
             self.mu[lo:hi] = mu
             self.term[i] = self._term(lo, hi, mu, self.theta[lo:hi], log_z)
         self.W = np.zeros(pf.n_features)
-        pf.scatter(0, pf.n_parts, problem.gold - self.mu, self.W)
+        for lo, hi in example_blocks(pf):
+            pf.scatter(lo, hi, problem.gold[lo:hi] - self.mu[lo:hi], self.W)
         self.visits = 0
         self.example_gap = np.zeros(n)
 

@@ -64,6 +64,21 @@ class StructuredProblem(Protocol):
     def argmax(self, i: int, theta: np.ndarray) -> np.ndarray: ...
 
 
+def example_blocks(pf, parts: int = 1 << 22) -> Iterator[tuple[int, int]]:
+    """Part ranges ``(lo, hi)`` of whole examples, in order, covering every part, each about ``parts``
+    long (or one example): whole-corpus vector work done a block at a time needs no temporary as long
+    as the corpus (363 M parts, 2.9 GB a float64 vector, for a CRF on Brown)."""
+    n = pf.n_examples
+    i = 0
+    while i < n:
+        lo = pf.parts(i)[0]
+        j = i + 1
+        while j < n and pf.parts(j)[1] - lo <= parts:
+            j += 1
+        yield lo, pf.parts(j - 1)[1]
+        i = j
+
+
 def scored_examples(problem: StructuredProblem, w: np.ndarray) -> Iterator[tuple[int, int, int, np.ndarray, float]]:
     """For every example i: ``(i, lo, hi, s, log Z(s))`` with part scores s = w . phi."""
     pf = problem.features
