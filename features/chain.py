@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
@@ -483,19 +484,24 @@ class ChainFeaturizer:
         lengths = [len(t) for t in tokens_list]
         tok_ptr = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=tok_ptr[1:])
-        counts = np.zeros(int(tok_ptr[-1]), dtype=np.int64)
+        # every predicate's id, -1 for those the model does not know, then the known ones kept in order
         ids: list[int] = []
-        t = 0
+        sizes: list[int] = []
         get = self.pred_index.get
         for preds in sentence_predicates(tokens_list, pos_list, self.use_pos):
             for token_preds in preds:
-                before = len(ids)
-                ids.extend(k for k in map(get, token_preds) if k is not None)
-                counts[t] = len(ids) - before
-                t += 1
+                ids.extend(map(get, token_preds, repeat(-1)))
+                sizes.append(len(token_preds))
+        all_ids = np.asarray(ids, dtype=np.int64)
+        known = all_ids >= 0
+        counts = np.zeros(len(sizes), dtype=np.int64)
+        if sizes:  # every token has predicates (its bias at least), so the starts increase
+            starts = np.zeros(len(sizes), dtype=np.int64)
+            np.cumsum(sizes[:-1], out=starts[1:])
+            counts = np.add.reduceat(known.astype(np.int64), starts)
         pred_ptr = np.zeros(counts.shape[0] + 1, dtype=np.int64)
         np.cumsum(counts, out=pred_ptr[1:])
-        return Encoded(tok_ptr, pred_ptr, np.asarray(ids, dtype=np.int32))
+        return Encoded(tok_ptr, pred_ptr, all_ids[known].astype(np.int32))
 
     def features(self, encoded: Encoded) -> ChainFeatures:
         return ChainFeatures(encoded, self.lab_ptr, self.lab_labels, self.trans_pairs, self.n_labels)

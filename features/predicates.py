@@ -13,6 +13,7 @@ the label being predicted.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Sequence
 
 BOS = "<s>"
@@ -36,6 +37,25 @@ def word_shape(word: str) -> str:
     return "".join(out)
 
 
+@lru_cache(maxsize=1 << 16)
+def _form_predicates(form: str) -> tuple[tuple[str, ...], bool, tuple[str, ...]]:
+    """The predicates of a token that read its form alone, in :func:`token_predicates`' order: those
+    before the capital-letter one, whether the form starts with a capital, and those after it.
+    Kept for the most recent forms: a corpus repeats its frequent words, and building these strings
+    was most of the cost of tagging a file."""
+    low = form.lower()
+    before = ["bias", "w=" + form, "lw=" + low, "shape=" + word_shape(form)]
+    for k in range(1, min(4, len(form)) + 1):
+        before.append(f"p{k}=" + form[:k])
+        before.append(f"s{k}=" + low[-k:])
+    if any(ch.isdigit() for ch in form):
+        before.append("has_digit")
+    if "-" in form:
+        before.append("has_hyphen")
+    after = ("all_caps",) if form.isupper() and any(ch.isalpha() for ch in form) else ()
+    return tuple(before), form[:1].isupper(), after
+
+
 def token_predicates(forms: Sequence[str], pos: Sequence[str] | None = None,
                      use_pos: bool = False) -> list[list[str]]:
     """The predicates of every token of one sentence (a list per token, bias first)."""
@@ -53,18 +73,11 @@ def token_predicates(forms: Sequence[str], pos: Sequence[str] | None = None,
     out: list[list[str]] = []
     for i, form in enumerate(forms):
         low = lower[i]
-        preds = ["bias", "w=" + form, "lw=" + low, "shape=" + word_shape(form)]
-        for k in range(1, min(4, len(form)) + 1):
-            preds.append(f"p{k}=" + form[:k])
-            preds.append(f"s{k}=" + low[-k:])
-        if any(ch.isdigit() for ch in form):
-            preds.append("has_digit")
-        if "-" in form:
-            preds.append("has_hyphen")
-        if form[:1].isupper():
+        before, capital, after = _form_predicates(form)
+        preds = list(before)
+        if capital:
             preds.append("init_cap" if i > 0 else "init_cap_first")
-        if form.isupper() and any(ch.isalpha() for ch in form):
-            preds.append("all_caps")
+        preds.extend(after)
         for off in (-2, -1, 1, 2):
             preds.append(f"w[{off}]=" + word_at(i + off))
         preds.append("w[-1]|w[0]=" + word_at(i - 1) + "|" + low)

@@ -213,3 +213,34 @@ def test_eg_reaches_the_lbfgs_optimum():
     assert res.fun <= eg_primal + 1e-6 * abs(res.fun)
     # -dual is a lower bound on the optimum.
     assert -result.final.dual <= res.fun * (1 + 1e-9)
+
+
+def test_token_predicates_spelled_out_and_unchanged_by_the_form_memo():
+    # The predicates of each token in order (the order is part of the model: sums follow it). The
+    # predicates of a form are kept between calls; a list handed out must stay the caller's own.
+    toks = ["Well-known", "NASA", "won", "in", "1984", "Well-known"]
+    expected_first = ["bias", "w=Well-known", "lw=well-known", "shape=Xx-x",
+                      "p1=W", "s1=n", "p2=We", "s2=wn", "p3=Wel", "s3=own", "p4=Well", "s4=nown",
+                      "has_hyphen", "init_cap_first",
+                      "w[-2]=<s>", "w[-1]=<s>", "w[1]=nasa", "w[2]=won",
+                      "w[-1]|w[0]=<s>|well-known", "w[0]|w[1]=well-known|nasa"]
+    expected_nasa = ["bias", "w=NASA", "lw=nasa", "shape=X",
+                     "p1=N", "s1=a", "p2=NA", "s2=sa", "p3=NAS", "s3=asa", "p4=NASA", "s4=nasa",
+                     "init_cap", "all_caps",
+                     "w[-2]=<s>", "w[-1]=well-known", "w[1]=won", "w[2]=in",
+                     "w[-1]|w[0]=well-known|nasa", "w[0]|w[1]=nasa|won"]
+    expected_year = ["bias", "w=1984", "lw=1984", "shape=d",
+                     "p1=1", "s1=4", "p2=19", "s2=84", "p3=198", "s3=984", "p4=1984", "s4=1984",
+                     "has_digit",
+                     "w[-2]=won", "w[-1]=in", "w[1]=well-known", "w[2]=</s>",
+                     "w[-1]|w[0]=in|1984", "w[0]|w[1]=1984|well-known"]
+    for _ in range(2):  # the second call reads the kept forms
+        preds = token_predicates(toks)
+        assert preds[0] == expected_first
+        assert preds[1] == expected_nasa
+        assert preds[4] == expected_year
+        assert "init_cap" in preds[5] and "init_cap_first" not in preds[5]
+        preds[1].append("changed")
+    chunk = token_predicates(["He", "ran"], ["PRP", "VBD"], use_pos=True)[1]
+    assert chunk[-9:] == ["t[-2]=<s>", "t[-1]=PRP", "t[0]=VBD", "t[1]=</s>", "t[2]=</s>",
+                          "t[-2]|t[-1]=<s>|PRP", "t[-1]|t[0]=PRP|VBD", "t[0]|t[1]=VBD|</s>", "t[1]|t[2]=</s>|</s>"]
