@@ -260,23 +260,23 @@ def _viterbi(emissions, transitions, start, stop, path):
     n, L = emissions.shape
     delta = np.empty((n, L))
     back = np.zeros((n, L), dtype=np.int64)
-    best = np.empty(L)
+    best_in = np.empty(L)  # the best score into each label at step t
     for b in range(L):
         delta[0, b] = start[b] + emissions[0, b]
     for t in range(1, n):
         # max over a for all b at once, a row of transitions at a time (the inner loop vectorises); a
         # strict > over increasing a keeps the smallest a of a tie, and -inf everywhere gives a = 0
         for b in range(L):
-            best[b] = -np.inf
+            best_in[b] = -np.inf
         for a in range(L):
             d = delta[t - 1, a]
             for b in range(L):
                 v = d + transitions[a, b]
-                if v > best[b]:
-                    best[b] = v
+                if v > best_in[b]:
+                    best_in[b] = v
                     back[t, b] = a
         for b in range(L):
-            delta[t, b] = emissions[t, b] + best[b]
+            delta[t, b] = emissions[t, b] + best_in[b]
     best = delta[n - 1, 0] + stop[0]
     arg = 0
     for b in range(1, L):
