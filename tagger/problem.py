@@ -32,9 +32,10 @@ class TaggingProblem:
     (n_parts,) is the part-count vector of the gold sequence (transition
     parts count the transitions); ``loss`` (n_parts,) is Hamming: 1 - gold
     on node parts, 0 on the others.
-    Both are stored as unsigned integers (uint16 counts, uint8 loss), exact
-    and a quarter or an eighth of float64: with the 183 tags of Brown's training split a sentence
-    has 183 parts per token plus its 4,761 transition parts: 363 M parts in all.
+    Both are stored as unsigned integers (counts in uint8 while every sentence is shorter than 256
+    tokens, else uint16 or uint32; loss in uint8), exact and an eighth of float64: with the 183 tags
+    of Brown's training split a sentence has 183 parts per token plus its 4,761 transition parts:
+    363 M parts in all.
     """
 
     @classmethod
@@ -50,7 +51,9 @@ class TaggingProblem:
         L = features.n_labels
         self.features = features
         longest = max((features.length(i) for i in range(features.n_examples)), default=0)
-        self.gold = np.zeros(features.n_parts, dtype=np.uint16 if longest < 2 ** 16 else np.uint32)
+        # a transition part counts up to n - 1 in a sentence of n tokens
+        count_type = np.uint8 if longest < 2 ** 8 else np.uint16 if longest < 2 ** 16 else np.uint32
+        self.gold = np.zeros(features.n_parts, dtype=count_type)
         self.loss = np.zeros(features.n_parts, dtype=np.uint8)
         part_of = np.full((L, L), -1, dtype=np.int64)
         part_of[features.trans_pairs[:, 0], features.trans_pairs[:, 1]] = np.arange(features.n_transitions)

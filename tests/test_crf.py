@@ -159,11 +159,20 @@ def test_gold_loss_and_argmax(chunking):
 
 
 def test_gold_and_loss_are_compact_and_trainers_start_in_float64(chunking):
-    """uint16 / uint8 gold and loss save memory; -10 * loss must not wrap around in uint8."""
+    """uint8 gold and loss save memory; -10 * loss must not wrap around in uint8."""
     from egnlp.training.eg import EGConfig, _EGRun
 
-    _, problem, _ = chunking
-    assert problem.gold.dtype == np.uint16 and problem.loss.dtype == np.uint8
+    f, problem, _ = chunking
+    assert problem.gold.dtype == np.uint8 and problem.loss.dtype == np.uint8
+    # a sentence of 300 tokens counts a transition 299 times: its gold needs uint16
+    tokens, tags = ["the"] * 300, ["DT"] * 300
+    pairs = f.trans_pairs.tolist()
+    a = next(a for a, b in pairs if a == b)  # a label seen following itself (I-NP after I-NP)
+    long = TaggingProblem(f.features(f.encode([tokens], [tags])), [[a] * 300])
+    assert long.gold.dtype == np.uint16
+    pf = long.features
+    ab = pairs.index([a, a])
+    assert long.gold[300 * pf.n_labels + ab] == 299 and long.gold.sum() == 300 + 299 + 2
     run = _EGRun(problem, EGConfig(), "ll")
     assert run.theta.dtype == np.float64
     np.testing.assert_array_equal(run.theta, -10.0 * problem.loss.astype(np.float64))
