@@ -75,12 +75,14 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
     pf = problem.features
     n = pf.n_examples
     C = config.C
-    mu = np.array(problem.gold, dtype=np.float64) if not state or state.get("mu") is None else np.array(state["mu"], dtype=np.float64)
+    warm = bool(state) and state.get("mu") is not None
+    mu = np.array(state["mu"], dtype=np.float64) if warm else np.array(problem.gold, dtype=np.float64)
     if mu.shape != (pf.n_parts,):
         raise ValueError(f"warm-start mu has shape {mu.shape}, expected ({pf.n_parts},)")
     W = np.zeros(pf.n_features)
-    for lo, hi in example_blocks(pf):
-        pf.scatter(lo, hi, problem.gold[lo:hi] - mu[lo:hi], W)
+    if warm:  # from mu = gold, W is 0: no pass over the features to find it
+        for lo, hi in example_blocks(pf):
+            pf.scatter(lo, hi, problem.gold[lo:hi] - mu[lo:hi], W)
     loss = problem.loss
     rng = np.random.default_rng(config.seed)
     rec = Recorder(n, dev, callbacks)
