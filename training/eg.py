@@ -35,7 +35,7 @@ import numpy as np
 from egnlp.features.csr import add_sparse
 from egnlp.training.problem import (
     StructuredProblem,
-    example_blocks,
+    gold_minus,
     hinge,
     loss_augmented_examples,
     scored_examples,
@@ -184,9 +184,7 @@ class _EGRun:
             log_z, mu = problem.marginals(i, self.theta[lo:hi])
             self.mu[lo:hi] = mu
             self.term[i] = self._term(lo, hi, mu, self.theta[lo:hi], log_z)
-        self.W = np.zeros(pf.n_features)
-        for lo, hi in example_blocks(pf):
-            pf.scatter(lo, hi, problem.gold[lo:hi] - self.mu[lo:hi], self.W)
+        self.W = gold_minus(problem, self.mu)
         self.visits = 0
         self.example_gap = np.zeros(n)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from egnlp.features.csr import add_sparse
 from egnlp.training.eg import check_order, gap_order, max_margin_gaps
-from egnlp.training.problem import StructuredProblem, example_blocks, hinge, loss_augmented_examples
+from egnlp.training.problem import StructuredProblem, gold_minus, hinge, loss_augmented_examples
 from egnlp.training.records import (
     Callback,
     DevScorer,
@@ -79,10 +79,8 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
     mu = np.array(state["mu"], dtype=np.float64) if warm else np.array(problem.gold, dtype=np.float64)
     if mu.shape != (pf.n_parts,):
         raise ValueError(f"warm-start mu has shape {mu.shape}, expected ({pf.n_parts},)")
-    W = np.zeros(pf.n_features)
-    if warm:  # from mu = gold, W is 0: no pass over the features to find it
-        for lo, hi in example_blocks(pf):
-            pf.scatter(lo, hi, problem.gold[lo:hi] - mu[lo:hi], W)
+    # from mu = gold, W is 0: no pass over the features to find it
+    W = gold_minus(problem, mu) if warm else np.zeros(pf.n_features)
     loss = problem.loss
     rng = np.random.default_rng(config.seed)
     rec = Recorder(n, dev, callbacks)

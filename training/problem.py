@@ -79,6 +79,16 @@ def example_blocks(pf, parts: int = 1 << 22) -> Iterator[tuple[int, int]]:
         i = j
 
 
+def gold_minus(problem: StructuredProblem, mu: np.ndarray) -> np.ndarray:
+    """W = sum_r (gold_r - mu_r) phi(r) over every part (the unnormalised primal vector of the dual
+    trainers, w = W / C), scattered a block of whole examples at a time (:func:`example_blocks`)."""
+    pf = problem.features
+    W = np.zeros(pf.n_features)
+    for lo, hi in example_blocks(pf):
+        pf.scatter(lo, hi, problem.gold[lo:hi] - mu[lo:hi], W)
+    return W
+
+
 def scored_examples(problem: StructuredProblem, w: np.ndarray) -> Iterator[tuple[int, int, int, np.ndarray, float]]:
     """For every example i: ``(i, lo, hi, s, log Z(s))`` with part scores s = w . phi."""
     pf = problem.features
