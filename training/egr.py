@@ -98,7 +98,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from egnlp.training.problem import StructuredProblem, hinge
+from egnlp.training.problem import StructuredProblem, blocked_dot, hinge
 from egnlp.training.records import (
     Callback,
     DevScorer,
@@ -170,7 +170,7 @@ def lipschitz_bound(problem: StructuredProblem, C: float) -> float:
 
 def _dual(problem: StructuredProblem, m: np.ndarray, W: np.ndarray, C: float) -> float:
     """Q_MM = -D(alpha) = -sum_i m_i . e_i + ||W(alpha)||^2 / (2C) (Eq. 19) from the marginals m of alpha."""
-    return -float(m @ problem.loss) + float(W @ W) / (2.0 * C)
+    return -blocked_dot(m, problem.loss) + float(W @ W) / (2.0 * C)
 
 
 class _EGRRun:

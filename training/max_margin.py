@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from egnlp.features.csr import add_sparse
 from egnlp.training.eg import check_order, gap_order, max_margin_gaps
-from egnlp.training.problem import StructuredProblem, gold_minus, hinge, loss_augmented_examples
+from egnlp.training.problem import StructuredProblem, blocked_dot, gold_minus, hinge, loss_augmented_examples
 from egnlp.training.records import (
     Callback,
     DevScorer,
@@ -171,7 +171,7 @@ class _Point:
         self.passes = passes
         self.mu = mu.copy() if copy else mu
         self.W = W.copy() if copy else W
-        self.dual = -float(self.mu @ loss) + float(self.W @ self.W) / (2.0 * C)
+        self.dual = -blocked_dot(self.mu, loss) + float(self.W @ self.W) / (2.0 * C)
         self.seconds = seconds
 
 

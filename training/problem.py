@@ -79,6 +79,12 @@ def example_blocks(pf, parts: int = 1 << 22) -> Iterator[tuple[int, int]]:
         i = j
 
 
+def blocked_dot(a: np.ndarray, b: np.ndarray, block: int = 1 << 22) -> float:
+    """a . b summed a block at a time, so that a small-integer ``b`` (the problems' uint8 ``loss``) is
+    converted to float64 a block at a time, not as a corpus-long temporary."""
+    return sum((float(a[i:i + block] @ b[i:i + block]) for i in range(0, a.shape[0], block)), 0.0)
+
+
 def gold_minus(problem: StructuredProblem, mu: np.ndarray) -> np.ndarray:
     """W = sum_r (gold_r - mu_r) phi(r) over every part (the unnormalised primal vector of the dual
     trainers, w = W / C), scattered a block of whole examples at a time (:func:`example_blocks`)."""
