@@ -18,9 +18,10 @@ Each run is ``egnlp parser train`` with the settings of the row, then
   (only those two files are public here; settings were chosen on the last
   10% of the ``-test`` file, the data sets' dev split).
 
-A run is ``NAME:TREE`` with TREE one of ``default`` (no ``--tree`` option:
-projective), ``projective``, ``non-projective`` or ``auto``; for ``eu`` the
-root is ``multi`` (the data set's).  The reference figures are those of the
+A run is ``NAME:TREE`` or ``NAME:TREE:siblings`` with TREE one of ``default``
+(no ``--tree`` option: projective), ``projective``, ``non-projective`` or
+``auto``, and ``siblings`` for the second-order model (``--siblings``); for
+``eu`` the root is ``multi`` (the data set's).  The reference figures are those of the
 project's issue tracker: MSTParser (first order, projective and
 non-projective) and UDPipe 1 (10 iterations), on the same files with gold
 tags.  Files go to ``--out`` (default ``runs/parser_accuracy``); the table
@@ -42,8 +43,9 @@ ROOT = Path(__file__).resolve().parents[1]
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 BIN = Path(sys.executable).parent
-RUNS = ("es:default", "eu:non-projective", "eu:projective", "pt-bosque:auto", "pt-bosque:projective",
-        "nl-alpino:auto", "nl-alpino:projective")
+RUNS = ("es:default", "es:projective:siblings", "eu:non-projective", "eu:projective", "eu:projective:siblings",
+        "pt-bosque:auto", "pt-bosque:projective", "pt-bosque:projective:siblings", "nl-alpino:auto",
+        "nl-alpino:projective", "nl-alpino:projective:siblings")
 UD_FILES = {"pt-bosque": ("pt_bosque-ud", "pt"), "nl-alpino": ("nl_alpino-ud", "nl")}
 # (UAS, LAS) of the reference parsers on the same evaluation files (LAS on universal relations for UD)
 REFERENCES = {
@@ -68,7 +70,9 @@ def egnlp(*args: object) -> subprocess.CompletedProcess:
 
 
 def run_one(spec: str, out: Path, passes: int | None, trainer: str | None = None) -> dict:
-    name, tree = spec.split(":")
+    name, tree, *extra = spec.split(":")
+    if extra not in ([], ["siblings"]):
+        sys.exit(f"run {spec!r}: expected NAME:TREE or NAME:TREE:siblings")
     folder = out / spec.replace(":", "-")
     folder.mkdir(parents=True, exist_ok=True)
     model = folder / "model.npz"
@@ -81,14 +85,15 @@ def run_one(spec: str, out: Path, passes: int | None, trainer: str | None = None
         source, gold, lang = ["--data", name], folder / "gold.conll", None
         egnlp("data", "export", name, "test", "-o", gold)
     options = ([] if tree == "default" else ["--tree", tree]) + (["--passes", passes] if passes else []) \
-        + (["--trainer", trainer] if trainer else [])
+        + (["--trainer", trainer] if trainer else []) + (["--siblings"] if extra else [])
     log(f"{spec}: egnlp parser train {' '.join(map(str, source + options))}")
     start = time.perf_counter()
     trained = egnlp("parser", "train", *source, "--out", model, *options)
     train_seconds = time.perf_counter() - start
     egnlp("parser", "parse", model, gold, "-o", pred)
     scores = json.loads(egnlp("parser", "evaluate", gold, pred, "--json").stdout)
-    row = {"run": spec, "data": name, "tree": tree, "train_seconds": train_seconds, "uas": scores["uas"],
+    row = {"run": spec, "data": name, "tree": tree, "siblings": bool(extra), "train_seconds": train_seconds,
+           "uas": scores["uas"],
            "las": scores["las"], "las_universal": scores["las_universal"],
            "space": re.search(r"; (\S+) trees", trained.stderr).group(1)}
     if lang is not None:
@@ -112,7 +117,8 @@ def table(rows: list[dict]) -> str:
         las = row.get("udeval_las", row["las"])
         refs = "; ".join(f"{who} {u:.2f} / {v:.2f}" for who, (u, v) in REFERENCES.get(row["data"], {}).items())
         valid = "" if "valid" not in row else (" (udvalidate: valid)" if row["valid"] else " (udvalidate: INVALID)")
-        lines.append(f"| {row['data']} | `--tree {row['tree']}` | {row['space']} | {uas:.2f} | {las:.2f}{valid} "
+        run = f"--tree {row['tree']}" + (" --siblings" if row.get("siblings") else "")
+        lines.append(f"| {row['data']} | `{run}` | {row['space']} | {uas:.2f} | {las:.2f}{valid} "
                      f"| {refs} |")
     return "\n".join(lines)
 

@@ -18,10 +18,12 @@ from egnlp.corpora import Sentence, guess_root
 from egnlp.features.arc_featurizer import ArcFeaturizer
 from egnlp.features.arc_parts import ArcPartFeatures
 from egnlp.features.hashing import KeyTable
-from egnlp.parser.trees import PROJECTIVE, choose_tree, tree_space
+from egnlp.features.siblings import SiblingFeaturizer, SiblingPartFeatures
+from egnlp.parser.eisner2 import sibling_argmax
+from egnlp.parser.trees import AUTO, PROJECTIVE, choose_tree, tree_space
 from egnlp.parser.labeler import ArcLabeler, arc_label_keys, predicate_ids
 from egnlp.parser.model import Parser
-from egnlp.parser.problem import ParsingProblem
+from egnlp.parser.problem import ParsingProblem, SiblingParsingProblem
 from egnlp.training.path import PathPoint, regularization_path
 from egnlp.training.records import BestPass, Callback, TrainingInterrupted, TrainResult, fit_or_best
 from egnlp.training.maxent_problem import MaxentProblem
@@ -64,10 +66,15 @@ def parser_settings(trainer: str, settings: dict) -> dict:
     return {"C": DEFAULT_PARSER_C[spec.objective], **DEFAULT_PARSER_SETTINGS.get(trainer, {}), **settings}
 
 
-def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: str, tree: str = PROJECTIVE):
-    """A ``w -> UAS`` function over ``sentences`` (punctuation counted) in a tree space, for dev records."""
+def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: str, tree: str = PROJECTIVE,
+               siblings: SiblingFeaturizer | None = None):
+    """A ``w -> UAS`` function over ``sentences`` (punctuation counted) in a tree space, for dev records;
+    with ``siblings``, of the second-order parser with those sibling features."""
     argmax = tree_space(tree).argmax
-    pf = ArcPartFeatures(featurizer, featurizer.encode(sentences))
+    encoded = featurizer.encode(sentences)
+    pf = ArcPartFeatures(featurizer, encoded)
+    if siblings is not None:
+        pf = SiblingPartFeatures(pf, siblings, encoded)
     gold = [np.asarray(s.heads) for s in sentences]
     total = sum(len(g) for g in gold)
 
@@ -76,7 +83,10 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
         for s, g in enumerate(gold):
             lo, hi = pf.parts(s)
             k = len(g) + 1
-            heads = argmax(pf.scores(lo, hi, w).reshape(k, k), root=root)
+            if siblings is None:
+                heads = argmax(pf.scores(lo, hi, w).reshape(k, k), root=root)
+            else:
+                heads = sibling_argmax(pf.scores(lo, hi, w), k, root)
             correct += int((heads[1:] == g).sum())
         return 100.0 * correct / max(total, 1)
 
@@ -86,7 +96,8 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
 def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: str = "alphabet",
                           hash_bits: int = 22, tags: str | None = None,
                           tree: str = PROJECTIVE, featurizer: ArcFeaturizer | None = None,
-                          cache_bytes: int = 0) -> tuple[ArcFeaturizer, ParsingProblem, float]:
+                          cache_bytes: int = 0, siblings: bool = False
+                          ) -> tuple[ArcFeaturizer, ParsingProblem | SiblingParsingProblem, float]:
     """Fit the arc features on ``train`` and set up its parsing problem; also the seconds it took.
 
     The features of the arcs are computed one sentence at a time as training asks for them
@@ -97,8 +108,13 @@ def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: st
     With a fitted ``featurizer`` the problem uses its features as they are (the feature settings are
     not read): one shard of a training set whose features were fitted on the whole set.
     ``cache_bytes`` keeps compiled sentences for later passes up to that many bytes
-    (:class:`~egnlp.features.arc_parts.ArcPartFeatures`).
+    (:class:`~egnlp.features.arc_parts.ArcPartFeatures`).  ``siblings`` adds sibling parts: a
+    second-order :class:`~egnlp.parser.problem.SiblingParsingProblem`, projective trees only, whose
+    features' ``siblings`` hold the sibling templates' alphabet, fitted on ``train``.
     """
+    if siblings and tree != PROJECTIVE:
+        raise ValueError(f"second-order parsing predicts projective trees only, not {tree} ones "
+                         "(use --tree projective)")
     missing = [i for i, s in enumerate(train) if s.heads is None]
     if missing:
         raise ValueError(f"training sentence {missing[0] + 1} has no heads")
@@ -109,7 +125,12 @@ def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: st
     heads = [s.heads for s in train]
     if not fitted:
         featurizer.fit(encoded, heads)
-    problem = ParsingProblem(ArcPartFeatures(featurizer, encoded, cache_bytes), heads, root, tree)
+    arcs = ArcPartFeatures(featurizer, encoded, cache_bytes)
+    if siblings:
+        problem = SiblingParsingProblem(SiblingPartFeatures(arcs, SiblingFeaturizer().fit(encoded, heads), encoded),
+                                        heads, root)
+    else:
+        problem = ParsingProblem(arcs, heads, root, tree)
     return featurizer, problem, time.perf_counter() - start
 
 
@@ -117,9 +138,11 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
                  trainer: str = DEFAULT_PARSER_TRAINER, root: str | None = None, feature_mode: str = "alphabet",
                  hash_bits: int = 22, tags: str | None = None, tree: str = PROJECTIVE, labels: bool = True,
                  callbacks: Sequence[Callback] = (), state: dict | None = None, data: str | None = None,
-                 patience: int | None = None, **settings) -> tuple[Parser, TrainResult]:
-    """Train a first-order parser on ``train`` (sentences with heads), and its arc labeler when the
-    sentences carry labels (unless ``labels`` is False).
+                 patience: int | None = None, siblings: bool = False, **settings) -> tuple[Parser, TrainResult]:
+    """Train a parser on ``train`` (sentences with heads), and its arc labeler when the
+    sentences carry labels (unless ``labels`` is False): first-order (arc parts), or second-order with
+    ``siblings`` (arcs and sibling parts, McDonald and Pereira 2006; projective trees only, which
+    ``tree="auto"`` then picks).
 
     ``root`` is "single" or "multi" (default: "single" when every training
     tree has one root child); ``tree`` is "projective" (the default: it
@@ -154,11 +177,13 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
         raise ValueError("a patience needs a dev set to score the passes (give --dev, or a data set with one)")
     given_root, given_tree = root, tree
     root = root or guess_root(train)
-    tree = choose_tree([s.heads for s in train], tree)
+    # the second-order model has one tree space: auto is projective there
+    tree = PROJECTIVE if siblings and tree == AUTO else choose_tree([s.heads for s in train], tree)
     cache_bytes = FEATURE_CACHE_BYTES if trainer in FEATURE_CACHE_TRAINERS else 0
     featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits, tags, tree,
-                                                                 cache_bytes=cache_bytes)
-    dev_score = uas_scorer(featurizer, dev, root, tree) if dev else None
+                                                                 cache_bytes=cache_bytes, siblings=siblings)
+    sibling_features = problem.features.siblings if siblings else None
+    dev_score = uas_scorer(featurizer, dev, root, tree, sibling_features) if dev else None
     result, interrupted = fit_or_best(spec.fit, problem, config=config, dev=dev_score,
                                       callbacks=(*callbacks, *([keeper] if keeper is not None else [])), state=state)
     kept = keeper.result() if keeper is not None and dev and interrupted is None else None
@@ -176,22 +201,23 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
             result, interrupted = best.result(), best.last
     info = model_info(trainer, dataclasses.asdict(config), train, dev, data,
                       {"root": given_root, "tree": given_tree, "tags": tags, "feature_mode": feature_mode,
-                       "hash_bits": hash_bits, "labels": labels}, featurizer, extract_seconds, result)
+                       "hash_bits": hash_bits, "labels": labels, "siblings": siblings}, featurizer, extract_seconds, result)
     if kept is not None:
         info["best_pass"] = kept.final.as_dict()
         info["early_stop"] = bool(keeper.stop)
     info.update(labeler_info)
     if interrupted is not None:
         info["interrupted_after_pass"] = interrupted.passes
-        raise TrainingInterrupted(Parser(featurizer, result.weights, root, info, None, tree), result, interrupted)
-    return Parser(featurizer, result.weights, root, info, labeler, tree), result
+        raise TrainingInterrupted(Parser(featurizer, result.weights, root, info, None, tree,
+                                         siblings=sibling_features), result, interrupted)
+    return Parser(featurizer, result.weights, root, info, labeler, tree, siblings=sibling_features), result
 
 
 def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Sequence[float], *,
                       trainer: str = DEFAULT_PARSER_TRAINER, root: str | None = None, feature_mode: str = "alphabet",
                       hash_bits: int = 22, tags: str | None = None, tree: str = PROJECTIVE, tol: float = 1e-3,
                       labels: bool = True, callbacks: Sequence[Callback] = (), on_point=None,
-                      data: str | None = None, **settings) -> tuple[Parser, list[PathPoint]]:
+                      data: str | None = None, siblings: bool = False, **settings) -> tuple[Parser, list[PathPoint]]:
     """Train a warm-started path of C values (Collins et al. 2008, Sec. 7.1.2) and return the
     parser of the C with the best dev UAS, with the path's points (its ``info`` as for
     :func:`train_parser`)."""
@@ -205,17 +231,22 @@ def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Se
     check_settings(spec, {"C": Cs[0] if len(Cs) else 1.0, **settings})
     given_root, given_tree = root, tree
     root = root or guess_root(train)
-    tree = choose_tree([s.heads for s in train], tree)
-    featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits, tags, tree)
-    points = regularization_path(problem, spec, list(Cs), dev=uas_scorer(featurizer, dev, root, tree), tol=tol,
+    # the second-order model has one tree space: auto is projective there
+    tree = PROJECTIVE if siblings and tree == AUTO else choose_tree([s.heads for s in train], tree)
+    featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits, tags, tree,
+                                                                 siblings=siblings)
+    sibling_features = problem.features.siblings if siblings else None
+    points = regularization_path(problem, spec, list(Cs), dev=uas_scorer(featurizer, dev, root, tree, sibling_features),
+                                 tol=tol,
                                  callbacks=tuple(callbacks), on_point=on_point, **settings)
     best = max(points, key=lambda p: p.dev_uas)
     info = model_info(trainer, {"C": best.C, "tol": tol, **settings}, train, dev, data,
                       {"root": given_root, "tree": given_tree, "tags": tags, "feature_mode": feature_mode,
-                       "hash_bits": hash_bits, "labels": labels}, featurizer, extract_seconds, best.result)
+                       "hash_bits": hash_bits, "labels": labels, "siblings": siblings}, featurizer, extract_seconds,
+                      best.result)
     info["C_path"] = [p.row() for p in points]
     labeler = _labeler(featurizer, train, labels, info)
-    return Parser(featurizer, best.result.weights, root, info, labeler, tree), points
+    return Parser(featurizer, best.result.weights, root, info, labeler, tree, siblings=sibling_features), points
 
 
 MAX_SOURCES = 20  # the files a model's metadata names at most
@@ -231,7 +262,7 @@ def model_info(trainer: str, config: dict, train: Sequence[Sentence], dev: Seque
         "data": training_data(train, dev, data),
         "settings": settings,
         "train_sentences": len(train),
-        "n_features": featurizer.n_features,
+        "n_features": int(np.size(result.weights)),  # arc and sibling features
         "extract_seconds": extract_seconds,
         "converged": result.converged,
         "final": result.final.as_dict(),

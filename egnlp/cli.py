@@ -172,6 +172,9 @@ def parser_train(
     tree: Tree = typer.Option(Tree.projective, "--tree", help="Tree space: projective (Eisner), non-projective "
                               "(Chu-Liu-Edmonds, matrix-tree theorem), or auto: non-projective when more than 1% "
                               "of the training trees are."),
+    siblings: bool = typer.Option(False, "--siblings/--no-siblings", help="Second-order model: sibling parts "
+                                  "beside the arcs (McDonald and Pereira 2006); projective trees only (--tree auto "
+                                  "picks them); about 2x the training time and 3x the memory."),
     pos: Optional[TagColumns] = typer.Option(None, "--pos", help="Tag columns the features read: both, upos "
                                              "(CPOSTAG) or xpos (POSTAG).", show_default="both where both are filled"),
     labels: bool = typer.Option(True, "--labels/--no-labels", help="Train the arc labeler when the training data "
@@ -191,7 +194,7 @@ def parser_train(
     quiet: QuietOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Train a first-order dependency parser (and its arc labeler) and save it."""
+    """Train a dependency parser (first-order, or second-order with --siblings) and its arc labeler, and save it."""
     from egnlp.api import default_patience, parser_settings, train_parser, train_parser_path
     from egnlp.training.path import parse_c_path
     from egnlp.training.records import BestPass
@@ -214,6 +217,10 @@ def parser_train(
             raise ValueError("--workers goes with --dask")
         if workers is not None and workers < 1:
             raise ValueError(f"--workers must be at least 1, not {workers}")
+        if dask is not None and siblings:
+            raise ValueError("--dask trains first-order parsers; --siblings trains on one machine")
+        if siblings and tree.value == "non-projective":
+            raise ValueError("--siblings predicts projective trees only, not --tree non-projective")
         if dask is not None and (C_path is not None or patience or save_on_interrupt):
             raise ValueError("--dask trains one run: it does not go with --C-path, --patience or --save-on-interrupt")
         Cs = parse_c_path(C_path) if C_path is not None else None
@@ -232,7 +239,8 @@ def parser_train(
             note(f"skipped {len(invalid)} sentences whose heads do not form a tree (first: {invalid[0]})", quiet)
         chosen_root = root.value if root is not None else data_root
         model_settings = dict(root=chosen_root, tree=tree.value, tags=pos.value if pos is not None else None,
-                              labels=labels, feature_mode=features.value, hash_bits=hash_bits)
+                              labels=labels, feature_mode=features.value, hash_bits=hash_bits,
+                              **({"siblings": True} if siblings else {}))
         start = time.perf_counter()
         note(f"training on {len(train_sents)} sentences" + (f", dev {len(dev_sents)}" if dev_sents else ""), quiet)
         if Cs is not None:

@@ -582,6 +582,20 @@ def _compiled_nbytes(cs: CompiledSentence) -> int:
     return sum(getattr(cs, f).nbytes for f in ("ent_ids", "pair_ptr", "pair_ids", "tags", "pair_block", "blocks"))
 
 
+def checked_vector(v: np.ndarray, name: str, length: int) -> np.ndarray:
+    """``v`` as contiguous float64 when it is an array of shape (length,); ValueError naming it otherwise."""
+    if not isinstance(v, np.ndarray) or v.shape != (length,):
+        raise ValueError(f"{name} must be an array of shape ({length},), not {getattr(v, 'shape', type(v))}")
+    return np.ascontiguousarray(v, dtype=np.float64)
+
+
+def check_target(target: np.ndarray, length: int) -> None:
+    """ValueError unless ``target`` is a writable float64 array of shape (length,) (a scatter's target)."""
+    if not isinstance(target, np.ndarray) or target.shape != (length,) \
+            or target.dtype != np.float64 or not target.flags.writeable:
+        raise ValueError(f"target must be a writable float64 array of shape ({length},)")
+
+
 class ArcPartFeatures:
     """The arc features of an encoded corpus under an :class:`~egnlp.features.arc_featurizer.ArcFeaturizer`,
     computed one sentence at a time (see the module docstring): a
@@ -681,14 +695,9 @@ class ArcPartFeatures:
             i += 1
         return out
 
-    def _vector(self, v: np.ndarray, name: str, length: int) -> np.ndarray:
-        if not isinstance(v, np.ndarray) or v.shape != (length,):
-            raise ValueError(f"{name} must be an array of shape ({length},), not {getattr(v, 'shape', type(v))}")
-        return np.ascontiguousarray(v, dtype=np.float64)
-
     def scores(self, lo: int, hi: int, w: np.ndarray) -> np.ndarray:
         """``w . phi(r)`` for the parts ``lo:hi``, shape (hi - lo,)."""
-        w = self._vector(w, "w", self.n_features)
+        w = checked_vector(w, "w", self.n_features)
         out = np.empty(hi - lo)
         at = 0
         for i, r0, r1 in self._range(lo, hi):
@@ -703,10 +712,8 @@ class ArcPartFeatures:
 
     def scatter(self, lo: int, hi: int, coef: np.ndarray, target: np.ndarray) -> None:
         """``target += sum_r coef[r - lo] phi(r)`` over the parts ``lo:hi``."""
-        coef = self._vector(coef, "coef", hi - lo)
-        if not isinstance(target, np.ndarray) or target.shape != (self.n_features,) \
-                or target.dtype != np.float64 or not target.flags.writeable:
-            raise ValueError(f"target must be a writable float64 array of shape ({self.n_features},)")
+        coef = checked_vector(coef, "coef", hi - lo)
+        check_target(target, self.n_features)
         at = 0
         no_record = np.empty(0, dtype=np.int64)
         for i, r0, r1 in self._range(lo, hi):
@@ -730,8 +737,8 @@ class ArcPartFeatures:
         Returns ``(ids, vals, w . delta, ||delta||^2)``; ``ids`` and ``vals``
         are views into scratch buffers, valid until the next call.
         """
-        coef = self._vector(coef, "coef", hi - lo)
-        w = self._vector(w, "w", self.n_features)
+        coef = checked_vector(coef, "coef", hi - lo)
+        w = checked_vector(w, "w", self.n_features)
         ranges = self._range(lo, hi)
         if len(ranges) != 1:  # none or several sentences: through a dense vector
             dense = np.zeros(self.n_features)

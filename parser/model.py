@@ -7,6 +7,9 @@ A model file is one ``.npz`` (numpy's zip of arrays, read with
 - ``keys`` (uint64) and ``codes`` (int64): the feature alphabet;
 - ``labeler_*``: the arc labeler's arrays, when the parser has one (its
   labels are in the metadata);
+- ``sibling_keys`` (uint64): the sibling templates' alphabet of a
+  second-order parser (``order`` 2 in the metadata; the weights of those
+  features follow the first-order ones);
 - ``meta``: UTF-8 JSON bytes (uint8) with the format version, the model kind,
   the feature configuration, the tree space, the labels, the dtype and shape
   of every array, and the training settings and final objective values.
@@ -32,6 +35,8 @@ from egnlp.corpora.nltk_bases import NLTKBase, nltk_base
 from egnlp.corpora.files import ModelError, check_arrays, check_labels, read_npz, write_npz_atomic
 from egnlp.features.arc_featurizer import ArcFeaturizer
 from egnlp.features.arc_templates import TEMPLATES_VERSION, EncodedCorpus
+from egnlp.features.siblings import SIBLING_TEMPLATES_VERSION, SiblingFeaturizer
+from egnlp.parser.eisner2 import sibling_argmax
 from egnlp.parser.labeler import ArcLabeler
 from egnlp.parser.trees import PROJECTIVE, check_root, tree_space
 
@@ -39,6 +44,7 @@ FORMAT_VERSION = 3  # 2: tag columns by name, the arc labeler; 3: a checksum and
 MODEL_KIND = "egnlp-parser"
 # The arrays of a parser file but the labeler's: name -> (dtype, number of dimensions).
 ARRAYS = {"weights": ("<f8", 1), "keys": ("<u8", 1), "codes": ("<i8", 1)}
+SIBLING_ARRAYS = {"sibling_keys": ("<u8", 1)}  # and those of a second-order parser
 FEATURE_SETTINGS = {"templates": str, "mode": str, "hash_bits": int, "use_lemma": bool, "use_feats": bool,
                     "tags": str}
 # The tag columns of a sentence (UPOS: CoNLL-X CPOSTAG; XPOS: POSTAG) that a model reading ``tags`` needs.
@@ -51,7 +57,10 @@ UNLABELED_ROOT = "ROOT"  # the relation of root arcs in the graphs of an unlabel
 
 @nltk_base("nltk.parse.api", "ParserI")
 class Parser(NLTKBase):
-    """A first-order dependency parser, with a second-stage arc labeler when trained on labels.
+    """A first-order dependency parser, or a second-order one with ``siblings`` (a
+    :class:`~egnlp.features.siblings.SiblingFeaturizer`: sibling parts, McDonald and Pereira 2006, decoded
+    by :mod:`egnlp.parser.eisner2`; projective trees only), with a second-stage arc labeler when trained
+    on labels.
 
     ``tree`` (projective, non-projective) and ``root`` (single, multi) are the
     tree space it predicts in (:mod:`egnlp.parser.trees`); ``labeler`` (an
@@ -68,14 +77,18 @@ class Parser(NLTKBase):
 
     def __init__(self, featurizer: ArcFeaturizer, weights: np.ndarray, root: str = "multi",
                  info: dict[str, Any] | None = None, labeler: ArcLabeler | None = None, tree: str = PROJECTIVE,
-                 *, tagger: Any = None):
+                 *, tagger: Any = None, siblings: SiblingFeaturizer | None = None):
         check_root(root)
         self.space = tree_space(tree)
+        if siblings is not None and self.space.name != PROJECTIVE:
+            raise ValueError("a second-order (sibling) parser predicts projective trees only")
         weights = np.array(weights, dtype=np.float64, order="C")  # a read-only copy of the caller's array
-        if weights.shape != (featurizer.n_features,):
-            raise ValueError(f"{weights.shape[0]} weights for {featurizer.n_features} features")
+        n_features = featurizer.n_features + (siblings.n_features if siblings is not None else 0)
+        if weights.shape != (n_features,):
+            raise ValueError(f"{weights.shape[0]} weights for {n_features} features")
         weights.setflags(write=False)
         self.featurizer = featurizer
+        self.siblings = siblings
         self._weights = weights
         self.root = root
         self.info = dict(info or {})
@@ -88,6 +101,11 @@ class Parser(NLTKBase):
         return self.space.name
 
     @property
+    def order(self) -> int:
+        """1 (arc parts) or 2 (sibling parts)."""
+        return 1 if self.siblings is None else 2
+
+    @property
     def weights(self) -> np.ndarray:
         """The feature weights (read-only: a parser with other weights is a new ``Parser``)."""
         return self._weights
@@ -95,7 +113,7 @@ class Parser(NLTKBase):
     def _slot_weights(self) -> np.ndarray:
         # The weights in the scorer's layout, built on the first parse (read-only weights keep it valid).
         if self._slot_w is None:
-            self._slot_w = self.featurizer.slot_weights(self.weights)
+            self._slot_w = self.featurizer.slot_weights(self.weights[:self.featurizer.n_features])
         return self._slot_w
 
     def predict_heads(self, sentences: Sequence[Sentence]) -> list[list[int]]:
@@ -104,9 +122,16 @@ class Parser(NLTKBase):
 
     def _heads(self, encoded: EncodedCorpus) -> list[list[int]]:
         slot_w = self._slot_weights()
+        n_arc = self.featurizer.n_features
+        arc_w, sib_w = self.weights[:n_arc], self.weights[n_arc:]
         out = []
         for s in range(len(encoded)):
-            heads = self.space.argmax(self.featurizer.arc_scores(encoded, s, self.weights, slot_w), root=self.root)
+            arc = self.featurizer.arc_scores(encoded, s, arc_w, slot_w)
+            if self.siblings is None:
+                heads = self.space.argmax(arc, root=self.root)
+            else:
+                theta = self.siblings.scores(self.siblings.compile(encoded, s), arc, sib_w)
+                heads = sibling_argmax(theta, arc.shape[0], self.root)
             out.append(heads[1:].tolist())
         return out
 
@@ -291,6 +316,9 @@ class Parser(NLTKBase):
             "info": self.info,
         }
         arrays = {"weights": self.weights, "keys": self.featurizer.keys, "codes": self.featurizer.codes}
+        if self.siblings is not None:  # first-order files stay as they were
+            meta.update(order=2, sibling_templates=SIBLING_TEMPLATES_VERSION)
+            arrays["sibling_keys"] = self.siblings.keys
         if self.labeler is not None:
             arrays.update(self.labeler.arrays())
         write_npz_atomic(path, arrays, meta)
@@ -322,7 +350,14 @@ class Parser(NLTKBase):
             labels = meta.get("labels")
             if labels is not None:
                 check_labels(labels, "arc labels")
-            check_arrays({k: v for k, v in arrays.items() if not k.startswith("labeler_")}, ARRAYS)
+            order = meta.get("order", 1)
+            if order not in (1, 2) or type(order) is not int:
+                raise ValueError(f"order {str(order)[:20]!r}")
+            if order == 2 and meta.get("sibling_templates") != SIBLING_TEMPLATES_VERSION:
+                raise ModelError(f"{path}: model uses sibling templates {str(meta.get('sibling_templates'))[:40]!r}, "
+                                 f"this egnlp has {SIBLING_TEMPLATES_VERSION!r}; retrain the model")
+            check_arrays({k: v for k, v in arrays.items() if not k.startswith("labeler_")},
+                         {**ARRAYS, **(SIBLING_ARRAYS if order == 2 else {})})
             if not np.all(np.isfinite(arrays["weights"])):
                 raise ValueError("weights that are not finite")
             featurizer = ArcFeaturizer(features["mode"], features["hash_bits"] or 22,
@@ -333,7 +368,9 @@ class Parser(NLTKBase):
             if labels is None and labeler_arrays:
                 raise ValueError(f"unexpected array {next(iter(labeler_arrays))!r}")
             labeler = ArcLabeler.from_arrays(labels, labeler_arrays) if labels is not None else None
-            return cls(featurizer, arrays["weights"], meta["root"], info, labeler, meta["tree"], tagger=tagger)
+            siblings = SiblingFeaturizer(arrays["sibling_keys"]) if order == 2 else None
+            return cls(featurizer, arrays["weights"], meta["root"], info, labeler, meta["tree"], tagger=tagger,
+                       siblings=siblings)
         except (KeyError, ValueError, TypeError) as exc:
             raise ModelError(f"{path}: inconsistent model file ({exc})") from None
 

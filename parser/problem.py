@@ -21,6 +21,8 @@ import numpy as np
 
 from egnlp.features.arc_parts import ArcPartFeatures
 from egnlp.features.csr import PartFeatures
+from egnlp.parser.eisner2 import (n_sibling_parts, sibling_argmax, sibling_indicator, sibling_log_partition,
+                                  sibling_marginals, tree_parts)
 from egnlp.parser.trees import PROJECTIVE, check_root, tree_space
 
 
@@ -29,6 +31,15 @@ def arc_indicator(heads, size: int) -> np.ndarray:
     z = np.zeros((size, size))
     z[np.asarray(heads, dtype=np.int64), np.arange(1, size)] = 1.0
     return z.reshape(-1)
+
+
+def _checked_heads(i: int, heads) -> np.ndarray:
+    """The heads of sentence ``i`` (words 1..n) as int64, each in 0..n and not the word itself."""
+    heads = np.asarray(heads, dtype=np.int64)
+    size = heads.shape[0] + 1
+    if np.any((heads < 0) | (heads >= size) | (heads == np.arange(1, size))):
+        raise ValueError(f"sentence {i}: a head outside 0..{size - 1} or a word headed by itself")
+    return heads
 
 
 class ParsingProblem:
@@ -54,9 +65,7 @@ class ParsingProblem:
             if size * size != hi - lo:
                 raise ValueError(f"sentence {i}: {len(heads)} heads for {hi - lo} arc parts")
             self.sizes[i] = size
-            heads = np.asarray(heads, dtype=np.int64)
-            if np.any((heads < 0) | (heads >= size) | (heads == np.arange(1, size))):
-                raise ValueError(f"sentence {i}: a head outside 0..{size - 1} or a word headed by itself")
+            heads = _checked_heads(i, heads)
             gold = self.gold[lo:hi].reshape(size, size)
             gold[heads, np.arange(1, size)] = 1
             loss = self.loss[lo:hi].reshape(size, size)
@@ -82,3 +91,59 @@ class ParsingProblem:
     def argmax(self, i: int, theta: np.ndarray) -> np.ndarray:
         heads = self.space.argmax(self._square(i, theta), root=self.root)
         return arc_indicator(heads[1:], int(self.sizes[i]))
+
+
+def sibling_loss(heads, size: int) -> np.ndarray:
+    """Hamming loss of every sibling part (:mod:`egnlp.parser.eisner2` layout) of a sentence with gold
+    ``heads`` (words 1..size-1): 1 on the parts of every arc but the gold ones, as uint8."""
+    h, m = np.meshgrid(np.arange(size), np.arange(size), indexing="ij")
+    valid = (m >= 1) & (h != m)
+    wrong = np.ones((size, size), dtype=np.uint8)
+    wrong[np.asarray(heads, dtype=np.int64), np.arange(1, size)] = 0
+    return np.repeat(wrong[valid], np.abs(h - m)[valid])
+
+
+class SiblingParsingProblem:
+    """Second-order (sibling) projective parsing of a corpus (McDonald and Pereira 2006): the parts of a
+    sentence are its sibling parts (h, s, m) in the layout of :mod:`egnlp.parser.eisner2`, their features
+    ``features`` (:class:`egnlp.features.siblings.SiblingPartFeatures`: the arc's first-order features and
+    the sibling templates), the oracles the second-order Eisner algorithms in the projective space
+    with root constraint ``root``.  ``gold`` marks the part each word's gold arc uses (non-projective gold
+    trees included, as :class:`ParsingProblem` keeps them); ``loss`` is the Hamming loss of the part's arc,
+    so a tree's loss is its number of wrong heads, as in the first-order problem."""
+
+    def __init__(self, features, heads_list, root: str = "multi"):
+        self.root = check_root(root)
+        self.space = tree_space(PROJECTIVE)
+        if len(heads_list) != features.n_examples:
+            raise ValueError("one gold tree per sentence is needed")
+        self.features = features
+        self.sizes = np.zeros(features.n_examples, dtype=np.int64)
+        self.gold = np.zeros(features.n_parts, dtype=np.uint8)
+        self.loss = np.zeros(features.n_parts, dtype=np.uint8)
+        for i, heads in enumerate(heads_list):
+            lo, hi = features.parts(i)
+            size = len(heads) + 1
+            if n_sibling_parts(size) != hi - lo:
+                raise ValueError(f"sentence {i}: {len(heads)} heads for {hi - lo} sibling parts")
+            heads = _checked_heads(i, heads)
+            self.sizes[i] = size
+            self.gold[lo + tree_parts(np.concatenate([[-1], heads]))] = 1
+            self.loss[lo:hi] = sibling_loss(heads, size)
+
+    @property
+    def tree(self) -> str:
+        return self.space.name
+
+    def _theta(self, theta: np.ndarray) -> np.ndarray:
+        return np.asarray(theta, dtype=np.float64)
+
+    def marginals(self, i: int, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        return sibling_marginals(self._theta(theta), int(self.sizes[i]), self.root)
+
+    def log_partition(self, i: int, theta: np.ndarray) -> float:
+        return sibling_log_partition(self._theta(theta), int(self.sizes[i]), self.root)
+
+    def argmax(self, i: int, theta: np.ndarray) -> np.ndarray:
+        heads = sibling_argmax(self._theta(theta), int(self.sizes[i]), self.root)
+        return sibling_indicator(heads)

@@ -1,0 +1,424 @@
+"""Second-order sibling features of dependency parsing (McDonald and Pereira 2006, Sec. 3).
+
+A sibling part (h, s, m) is the arc h -> m together with s, the modifier of h
+on the same side as m that comes just before m, closer to h ("none" when m
+is h's closest modifier on its side).  Its score is the first-order score
+of the arc h -> m plus the weights of the sibling templates of (h, s, m).
+
+Parts of a sentence of n words (size = n + 1, root at 0), as
+:mod:`egnlp.parser.eisner2` lays them out: cells (h, m) in row-major order,
+m in 1..n, m != h; the cell of (h, m) holds |h - m| parts, k = 0 for "no
+sibling" and k = |s - h| for the sibling s strictly between h and m.
+
+Templates (each alone and conjoined with the direction and binned distance
+of :func:`~egnlp.features.arc_templates.dirdist_slot` between s and m, or
+between h and m when there is no sibling):
+
+- over the sibling and the modifier (no head): sp.mp, sw.mw, sw.mp, sp.mw,
+  sc.mc, with w the word, p the POS tag and c the coarse tag, and a "none"
+  atom for s when there is no sibling;
+- over all three: hp.sp.mp and hc.sc.mc.
+
+A template instance is a 64-bit key, as the first-order ones; the features
+are the keys of the gold sibling parts of the training data (an alphabet),
+numbered after the first-order features in the weight vector.
+
+What one sentence needs is compiled once a visit (:func:`compile_sentence`):
+the ids of every (s, m) row and every "none" (h, m) row, and the ids of the
+classes of (head tag, sibling tag, modifier tag, slot) that the three-token
+templates read, with each part's class.  A part's score is then the arc
+score, one row sum and one class sum; a scatter sums the coefficients of
+the parts per arc, row and class first.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from egnlp.features.arc_parts import _classes, check_target, checked_vector
+from egnlp.features.arc_templates import CPOS, POS, WORD, EncodedCorpus, _key, _nonzero, dirdist_slot
+from egnlp.features.hashing import KeyTable, hash_string, table_lookup
+
+#: Version of the sibling template set, saved with second-order models and checked on load.
+SIBLING_TEMPLATES_VERSION = "mcdonald2006-siblings-v1"
+_NONE = np.int64(hash_string("<no-sibling>"))
+_T0 = 200  # template numbers, apart from the first-order ones
+N_ROW_KEYS = 10  # keys of a (s, m) row: 5 templates, alone and in the slot
+N_CLASS_KEYS = 4  # keys of a (head tag, sibling tag, modifier tag, slot) class: 2 templates, alone and in the slot
+
+
+class CompiledSiblings(NamedTuple):
+    """The sibling feature ids of one sentence (see the module docstring)."""
+
+    size: int  # n + 1
+    row_ids: np.ndarray  # (2 size^2, N_ROW_KEYS) int32: rows s size + m, then size^2 + h size + m (no sibling)
+    part_class: np.ndarray  # (parts,) int32: each part's class
+    class_ids: np.ndarray  # (classes, N_CLASS_KEYS) int32
+
+
+@njit(cache=True)
+def n_parts(size):
+    """The number of sibling parts of a sentence of ``size`` = n + 1 positions: the sum of |h - m| over
+    its arcs, n (n + 1) / 2 from the root and (n - 1) n (n + 1) / 3 between words."""
+    n = size - 1
+    return n * (n + 1) // 2 + (n - 1) * n * (n + 1) // 3
+
+
+@njit(cache=True)
+def _row_keys(atoms, base, s, m, slot, out):
+    """The keys of row (s, m) in ``slot``; s < 0: no sibling."""
+    if s >= 0:
+        sw, sp, sc = atoms[base + s, WORD], atoms[base + s, POS], atoms[base + s, CPOS]
+    else:
+        sw, sp, sc = _NONE, _NONE, _NONE
+    mw, mp, mc = atoms[base + m, WORD], atoms[base + m, POS], atoms[base + m, CPOS]
+    pairs = ((sp, mp), (sw, mw), (sw, mp), (sp, mw), (sc, mc))
+    for t in range(5):
+        a, b = pairs[t]
+        out[2 * t] = _nonzero(_key(_T0 + t, a, b, 0, 0))
+        out[2 * t + 1] = _nonzero(_key(_T0 + t, a, b, slot, 1))
+
+
+@njit(cache=True)
+def _class_keys(atoms, base, h, s, m, slot, out):
+    """The keys of the three-token templates of (h, s, m) in ``slot``; s < 0: no sibling."""
+    sp = atoms[base + s, POS] if s >= 0 else _NONE
+    sc = atoms[base + s, CPOS] if s >= 0 else _NONE
+    hp, mp = atoms[base + h, POS], atoms[base + m, POS]
+    hc, mc = atoms[base + h, CPOS], atoms[base + m, CPOS]
+    out[0] = _nonzero(_key(_T0 + 5, hp, sp, mp, 0))
+    out[1] = _nonzero(_key(_T0 + 5, hp, sp, mp, slot + 16))
+    out[2] = _nonzero(_key(_T0 + 6, hc, sc, mc, 0))
+    out[3] = _nonzero(_key(_T0 + 6, hc, sc, mc, slot + 16))
+
+
+@njit(cache=True)
+def _sibling_of(h, m, k):
+    """The sibling of part k of cell (h, m): -1 (none) for k = 0, else h + k towards m."""
+    if k == 0:
+        return -1
+    return h + k if m > h else h - k
+
+
+@njit(cache=True)
+def _slot_of(h, s, m):
+    return dirdist_slot(s, m) if s >= 0 else dirdist_slot(h, m)
+
+
+@njit(cache=True)
+def _gold_keys(atoms, base, heads, out, c):
+    """The keys of the gold sibling parts of one sentence (``heads`` of words 1..n) into ``out`` from c."""
+    n = heads.shape[0]
+    row = np.empty(N_ROW_KEYS, dtype=np.uint64)
+    cls = np.empty(N_CLASS_KEYS, dtype=np.uint64)
+    for m in range(1, n + 1):
+        h = heads[m - 1]
+        s = -1  # the nearest modifier of h between h and m
+        lo, hi = (h + 1, m) if m > h else (m + 1, h)
+        for x in range(lo, hi):
+            if heads[x - 1] == h:
+                if m > h:
+                    s = x  # the last one is nearest to m
+                elif s < 0:
+                    s = x  # left side: the first one is nearest to m
+        slot = _slot_of(h, s, m)
+        _row_keys(atoms, base, s, m, slot, row)
+        _class_keys(atoms, base, h, s, m, slot, cls)
+        for j in range(N_ROW_KEYS):
+            out[c] = row[j]
+            c += 1
+        for j in range(N_CLASS_KEYS):
+            out[c] = cls[j]
+            c += 1
+    return c
+
+
+@njit(cache=True)
+def _all_gold_keys(tok_ptr, atoms, head_rows):
+    total = int(tok_ptr[-1]) * (N_ROW_KEYS + N_CLASS_KEYS)
+    out = np.empty(total, dtype=np.uint64)
+    c = 0
+    for i in range(tok_ptr.shape[0] - 1):
+        base = tok_ptr[i]
+        n = tok_ptr[i + 1] - base - 1
+        c = _gold_keys(atoms, base, head_rows[base + 1: base + 1 + n], out, c)
+    return out[:c]
+
+
+@njit(cache=True)
+def _lookup(table_keys, table_vals, key):
+    return table_lookup(table_keys, table_vals, key) if table_keys.shape[0] > 0 else -1
+
+
+@njit(cache=True)
+def _compile(atoms, base, n, table_keys, table_vals):
+    size = n + 1
+    keys = np.empty(N_ROW_KEYS, dtype=np.uint64)
+    row_ids = np.full((2 * size * size, N_ROW_KEYS), -1, dtype=np.int32)
+    for s in range(1, size):  # rows with a sibling: s and m words on the same side of some head
+        for m in range(1, size):
+            if abs(s - m) >= 1:
+                _row_keys(atoms, base, s, m, dirdist_slot(s, m), keys)
+                for j in range(N_ROW_KEYS):
+                    row_ids[s * size + m, j] = _lookup(table_keys, table_vals, keys[j])
+    for h in range(size):  # rows without a sibling
+        for m in range(1, size):
+            if m != h:
+                _row_keys(atoms, base, -1, m, dirdist_slot(h, m), keys)
+                for j in range(N_ROW_KEYS):
+                    row_ids[size * size + h * size + m, j] = _lookup(table_keys, table_vals, keys[j])
+    # classes of (head tag, sibling tag, modifier tag, slot): sentence-local tag numbers, the sibling's
+    # n_tags when there is none
+    tag = np.empty(size, dtype=np.int64)
+    nt = _classes(atoms[base: base + size, POS].copy(), atoms[base: base + size, CPOS].copy(), tag)
+    memo = np.full(nt * (nt + 1) * nt * 16, -1, dtype=np.int32)
+    part_class = np.empty(n_parts(size), dtype=np.int32)
+    class_ids = np.empty((64, N_CLASS_KEYS), dtype=np.int32)
+    ckeys = np.empty(N_CLASS_KEYS, dtype=np.uint64)
+    n_classes = 0
+    p = 0
+    for h in range(size):
+        for m in range(1, size):
+            if m == h:
+                continue
+            for k in range(abs(h - m)):
+                s = _sibling_of(h, m, k)
+                slot = _slot_of(h, s, m)
+                ts = tag[s] if s >= 0 else nt
+                at = ((tag[h] * (nt + 1) + ts) * nt + tag[m]) * 16 + slot
+                if memo[at] < 0:
+                    if n_classes == class_ids.shape[0]:
+                        grown = np.empty((2 * n_classes, N_CLASS_KEYS), dtype=np.int32)
+                        grown[:n_classes] = class_ids
+                        class_ids = grown
+                    _class_keys(atoms, base, h, s, m, slot, ckeys)
+                    for j in range(N_CLASS_KEYS):
+                        class_ids[n_classes, j] = _lookup(table_keys, table_vals, ckeys[j])
+                    memo[at] = n_classes
+                    n_classes += 1
+                part_class[p] = memo[at]
+                p += 1
+    return row_ids, part_class, class_ids[:n_classes].copy()
+
+
+@njit(cache=True)
+def _id_sums(ids, w, out):
+    for r in range(ids.shape[0]):
+        total = 0.0
+        for j in range(ids.shape[1]):
+            fid = ids[r, j]
+            if fid >= 0:
+                total += w[fid]
+        out[r] = total
+
+
+@njit(cache=True)
+def _scores(size, arc, row_ids, part_class, class_ids, w, out):
+    """out[p] = arc[h, m] + the row's and the class's weights, for every part p of the sentence."""
+    row_w = np.empty(row_ids.shape[0])
+    _id_sums(row_ids, w, row_w)
+    class_w = np.empty(class_ids.shape[0])
+    _id_sums(class_ids, w, class_w)
+    p = 0
+    for h in range(size):
+        for m in range(1, size):
+            if m == h:
+                continue
+            a = arc[h, m]
+            for k in range(abs(h - m)):
+                s = _sibling_of(h, m, k)
+                row = s * size + m if s >= 0 else size * size + h * size + m
+                out[p] = a + row_w[row] + class_w[part_class[p]]
+                p += 1
+
+
+@njit(cache=True)
+def _fold(size, coef, part_class, n_classes, arc_coef, row_coef, class_coef):
+    """The coefficients of the parts summed per arc, row and class."""
+    arc_coef[:] = 0.0
+    row_coef[:] = 0.0
+    class_coef[:n_classes] = 0.0
+    p = 0
+    for h in range(size):
+        for m in range(1, size):
+            if m == h:
+                continue
+            total = 0.0
+            for k in range(abs(h - m)):
+                s = _sibling_of(h, m, k)
+                row = s * size + m if s >= 0 else size * size + h * size + m
+                c = coef[p]
+                total += c
+                row_coef[row] += c
+                class_coef[part_class[p]] += c
+                p += 1
+            arc_coef[h * size + m] = total
+
+
+@njit(cache=True)
+def _scatter_ids(ids, coef, target):
+    for r in range(ids.shape[0]):
+        c = coef[r]
+        if c != 0.0:
+            for j in range(ids.shape[1]):
+                fid = ids[r, j]
+                if fid >= 0:
+                    target[fid] += c
+
+
+class SiblingFeaturizer:
+    """The sibling templates' alphabet: the keys of the gold sibling parts of a training corpus, id = rank."""
+
+    def __init__(self, keys: np.ndarray | None = None):
+        self.keys = np.zeros(0, dtype=np.uint64) if keys is None else np.ascontiguousarray(keys, dtype=np.uint64)
+        if self.keys.size and (np.any(self.keys[1:] <= self.keys[:-1]) or self.keys[0] == 0):
+            raise ValueError("sibling feature keys must be sorted, distinct and non-zero")
+        self._table: KeyTable | None = None
+
+    @property
+    def n_features(self) -> int:
+        return int(self.keys.size)
+
+    def fit(self, encoded: EncodedCorpus, heads_list) -> "SiblingFeaturizer":
+        """Take the keys of the gold sibling parts of ``encoded`` (trees ``heads_list``) as the alphabet."""
+        keys = _all_gold_keys(encoded.tok_ptr, encoded.atoms, encoded.heads_rows(heads_list))
+        self.keys = np.unique(keys)
+        self._table = None
+        return self
+
+    def _tables(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._table is None:
+            self._table = KeyTable(self.keys)
+        return self._table.table_keys, self._table.table_vals
+
+    def __getstate__(self) -> dict:  # worker processes rebuild the table
+        return {"keys": self.keys, "_table": None}
+
+    def compile(self, encoded: EncodedCorpus, i: int) -> CompiledSiblings:
+        """The ids of sentence ``i`` of ``encoded`` (see the module docstring)."""
+        table_keys, table_vals = self._tables()
+        n = encoded.length(i)
+        row_ids, part_class, class_ids = _compile(encoded.atoms, int(encoded.tok_ptr[i]), n, table_keys, table_vals)
+        return CompiledSiblings(n + 1, row_ids, part_class, class_ids)
+
+    @staticmethod
+    def scores(cs: CompiledSiblings, arc: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """The scores of the sentence's sibling parts: ``arc`` (size, size) first-order scores plus the
+        sibling weights ``w`` (this featurizer's features only)."""
+        out = np.empty(cs.part_class.shape[0])
+        _scores(cs.size, arc, cs.row_ids, cs.part_class, cs.class_ids, w, out)
+        return out
+
+
+class SiblingPartFeatures:
+    """The parser's :class:`~egnlp.training.problem.PartFeatureSet` with sibling parts: the parts of a
+    sentence are its sibling parts (module docstring), the features the first-order ones of the part's
+    arc (``arcs``, an :class:`~egnlp.features.arc_parts.ArcPartFeatures`, ids 0..arcs.n_features - 1)
+    and the sibling templates' (``siblings``, after them).  Part ranges must be whole sentences."""
+
+    def __init__(self, arcs, siblings: SiblingFeaturizer, encoded: EncodedCorpus):
+        self.arcs = arcs
+        self.siblings = siblings
+        self.encoded = encoded
+        self.n_arc_features = int(arcs.n_features)
+        self.n_features = self.n_arc_features + siblings.n_features
+        sizes = np.diff(encoded.tok_ptr)
+        counts = np.array([n_parts(int(k)) for k in sizes], dtype=np.int64)
+        self.part_ptr = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
+        np.cumsum(counts, out=self.part_ptr[1:])
+        self._compiled: tuple[int, CompiledSiblings] | None = None
+        self._buf: np.ndarray | None = None
+
+    @property
+    def n_examples(self) -> int:
+        return self.part_ptr.shape[0] - 1
+
+    @property
+    def n_parts(self) -> int:
+        return int(self.part_ptr[-1])
+
+    def parts(self, i: int) -> tuple[int, int]:
+        return int(self.part_ptr[i]), int(self.part_ptr[i + 1])
+
+    def compiled(self, i: int) -> CompiledSiblings:
+        if self._compiled is None or self._compiled[0] != i:
+            self._compiled = (i, self.siblings.compile(self.encoded, i))
+        return self._compiled[1]
+
+    def _examples(self, lo: int, hi: int) -> range:
+        first = int(np.searchsorted(self.part_ptr, lo, side="right")) - 1 if lo < self.n_parts else self.n_examples
+        last = int(np.searchsorted(self.part_ptr, hi, side="left"))
+        if not (0 <= lo <= hi <= self.n_parts) or (lo < hi and (self.part_ptr[first] != lo
+                                                                or self.part_ptr[last] != hi)):
+            raise ValueError(f"part range {lo}:{hi} is not whole sentences of 0:{self.n_parts}")
+        return range(first, last) if lo < hi else range(0)
+
+    def scores(self, lo: int, hi: int, w: np.ndarray) -> np.ndarray:
+        """``w . phi(r)`` for the parts ``lo:hi`` (whole sentences), shape (hi - lo,)."""
+        w = checked_vector(w, "w", self.n_features)
+        out = np.empty(hi - lo)
+        for i in self._examples(lo, hi):
+            a, b = self.parts(i)
+            alo, ahi = self.arcs.parts(i)
+            size = int(round((ahi - alo) ** 0.5))
+            arc = self.arcs.scores(alo, ahi, w[:self.n_arc_features]).reshape(size, size)
+            cs = self.compiled(i)
+            _scores(size, arc, cs.row_ids, cs.part_class, cs.class_ids, w[self.n_arc_features:], out[a - lo:b - lo])
+        return out
+
+    def _folded(self, i: int, coef: np.ndarray):
+        cs = self.compiled(i)
+        arc_coef = np.empty(cs.size * cs.size)
+        row_coef = np.empty(cs.row_ids.shape[0])
+        class_coef = np.empty(cs.class_ids.shape[0])
+        _fold(cs.size, coef, cs.part_class, cs.class_ids.shape[0], arc_coef, row_coef, class_coef)
+        return cs, arc_coef, row_coef, class_coef
+
+    def scatter(self, lo: int, hi: int, coef: np.ndarray, target: np.ndarray) -> None:
+        """``target += sum_r coef[r - lo] phi(r)`` over the parts ``lo:hi`` (whole sentences)."""
+        coef = checked_vector(coef, "coef", hi - lo)
+        check_target(target, self.n_features)
+        for i in self._examples(lo, hi):
+            a, b = self.parts(i)
+            cs, arc_coef, row_coef, class_coef = self._folded(i, coef[a - lo:b - lo])
+            alo, ahi = self.arcs.parts(i)
+            self.arcs.scatter(alo, ahi, arc_coef, target[:self.n_arc_features])
+            sib = target[self.n_arc_features:]
+            _scatter_ids(cs.row_ids, row_coef, sib)
+            _scatter_ids(cs.class_ids, class_coef, sib)
+
+    def sparse_delta(self, lo: int, hi: int, coef: np.ndarray, w: np.ndarray):
+        """delta = sum_r coef[r - lo] phi(r) over the parts ``lo:hi`` (one sentence) as a sparse vector:
+        ``(ids, vals, w . delta, ||delta||^2)``."""
+        coef = checked_vector(coef, "coef", hi - lo)
+        w = checked_vector(w, "w", self.n_features)
+        examples = self._examples(lo, hi)
+        if len(examples) != 1:
+            dense = np.zeros(self.n_features)
+            self.scatter(lo, hi, coef, dense)
+            ids = np.flatnonzero(dense)
+            vals = dense[ids]
+            return ids, vals, float(w[ids] @ vals), float(vals @ vals)
+        i = examples[0]
+        cs, arc_coef, row_coef, class_coef = self._folded(i, coef)
+        alo, ahi = self.arcs.parts(i)
+        a_ids, a_vals, a_dot, a_sq = self.arcs.sparse_delta(alo, ahi, arc_coef, w[:self.n_arc_features])
+        if self._buf is None:
+            self._buf = np.zeros(max(self.siblings.n_features, 1))
+        buf = self._buf  # zero between calls
+        _scatter_ids(cs.row_ids, row_coef, buf)
+        _scatter_ids(cs.class_ids, class_coef, buf)
+        s_ids = np.concatenate([cs.row_ids[row_coef != 0.0].ravel(), cs.class_ids[class_coef != 0.0].ravel()])
+        s_ids = np.unique(s_ids[s_ids >= 0]).astype(np.int64)
+        s_vals = buf[s_ids]
+        buf[s_ids] = 0.0
+        keep = s_vals != 0.0
+        s_ids, s_vals = s_ids[keep], s_vals[keep]
+        w_sib = w[self.n_arc_features:]
+        s_dot, s_sq = float(w_sib[s_ids] @ s_vals), float(s_vals @ s_vals)
+        ids = np.concatenate([a_ids, s_ids + self.n_arc_features])
+        vals = np.concatenate([a_vals, s_vals])
+        return ids, vals, a_dot + s_dot, a_sq + s_sq

@@ -1,0 +1,203 @@
+"""Second-order (sibling) parsing on real data: the features of every part against a plain re-derivation,
+the feature-set operations against each other, the problem's gold and loss, trainers reaching one optimum,
+and the model's save / load and command line."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from egnlp.api import build_parsing_problem, train_parser
+from egnlp.corpora import load_dataset, read_conll, write_conll
+from egnlp.features.arc_templates import CPOS, POS, WORD, _key, dirdist_slot
+from egnlp.features.siblings import _NONE, _T0, SiblingFeaturizer
+from egnlp.parser.eisner2 import n_sibling_parts, sibling_argmax, sibling_indicator, sibling_offsets, tree_parts
+from egnlp.parser.model import Parser
+from egnlp.parser.problem import sibling_loss
+from egnlp.training.problem import log_linear_gradient, log_linear_primal
+from egnlp.training.registry import get_trainer, make_config
+
+from cli_helpers import assert_ok, error_line, run
+
+
+@pytest.fixture(scope="module")
+def es_train():
+    return load_dataset("es", "train")
+
+
+def _problem(sentences):
+    return build_parsing_problem(sentences, "single", siblings=True)
+
+
+def _reference_keys(atoms, base, h, s, m):
+    """The keys of part (h, s, m) (s = -1: no sibling), from the module docstring's list of templates."""
+    slot = dirdist_slot(s, m) if s >= 0 else dirdist_slot(h, m)
+    sw, sp, sc = (atoms[base + s, WORD], atoms[base + s, POS], atoms[base + s, CPOS]) if s >= 0 else (_NONE,) * 3
+    mw, mp, mc = atoms[base + m, WORD], atoms[base + m, POS], atoms[base + m, CPOS]
+    hp, hc = atoms[base + h, POS], atoms[base + h, CPOS]
+    keys = []
+    for t, (a, b) in enumerate([(sp, mp), (sw, mw), (sw, mp), (sp, mw), (sc, mc)]):
+        keys += [_key(_T0 + t, a, b, 0, 0), _key(_T0 + t, a, b, slot, 1)]
+    keys += [_key(_T0 + 5, hp, sp, mp, 0), _key(_T0 + 5, hp, sp, mp, slot + 16),
+             _key(_T0 + 6, hc, sc, mc, 0), _key(_T0 + 6, hc, sc, mc, slot + 16)]
+    return keys
+
+
+def test_every_part_has_the_ids_of_its_templates(es_train):
+    """Each part's sibling ids, from the compiled rows and classes, equal the ids of its keys found
+    directly in the alphabet; and every gold part's keys are in it."""
+    sentences = es_train[:25]
+    featurizer, problem, _ = _problem(sentences)
+    pf = problem.features
+    sib = pf.siblings
+    keys = sib.keys
+    enc = pf.encoded
+    for i in (0, 3, 7, 24):
+        cs = sib.compile(enc, i)
+        size = cs.size
+        base = int(enc.tok_ptr[i])
+        off = sibling_offsets(size)
+        gold_parts = set(tree_parts([-1] + list(sentences[i].heads)).tolist())
+        for h in range(size):
+            for m in range(1, size):
+                if m == h:
+                    continue
+                for k in range(abs(h - m)):
+                    p = off[h, m] + k
+                    s = -1 if k == 0 else (h + k if m > h else h - k)
+                    row = s * size + m if s >= 0 else size * size + h * size + m
+                    got = sorted(int(x) for x in np.concatenate([cs.row_ids[row], cs.class_ids[cs.part_class[p]]])
+                                 if x >= 0)
+                    want_keys = np.array(_reference_keys(enc.atoms, base, h, s, m), dtype=np.uint64)
+                    at = np.searchsorted(keys, want_keys)
+                    found = (at < keys.size) & (keys[np.minimum(at, keys.size - 1)] == want_keys)
+                    assert got == sorted(at[found].tolist()), (i, h, s, m)
+                    if p in gold_parts:
+                        assert found.all()
+
+
+def test_scores_scatter_and_sparse_delta_agree(es_train):
+    """scatter is the transpose of scores, sparse_delta the scatter of one sentence as a sparse vector; the
+    gold tree's score is w . phi(gold)."""
+    _, problem, _ = _problem(es_train[:12])
+    pf = problem.features
+    rng = np.random.default_rng(3)
+    w = rng.normal(size=pf.n_features)
+    for i in range(pf.n_examples):
+        lo, hi = pf.parts(i)
+        s = pf.scores(lo, hi, w)
+        coef = rng.normal(size=hi - lo)
+        dense = np.zeros(pf.n_features)
+        pf.scatter(lo, hi, coef, dense)
+        assert dense @ w == pytest.approx(coef @ s, rel=1e-10, abs=1e-8)
+        ids, vals, dot, sq = pf.sparse_delta(lo, hi, coef, w)
+        assert np.unique(ids).size == ids.size
+        rebuilt = np.zeros(pf.n_features)
+        rebuilt[ids] = vals
+        np.testing.assert_allclose(rebuilt, dense, rtol=1e-12, atol=1e-12)
+        assert dot == pytest.approx(dense @ w, rel=1e-9, abs=1e-8)
+        assert sq == pytest.approx(dense @ dense, rel=1e-9)
+        gold_phi = np.zeros(pf.n_features)
+        pf.scatter(lo, hi, problem.gold[lo:hi].astype(np.float64), gold_phi)
+        assert gold_phi @ w == pytest.approx(s @ problem.gold[lo:hi], rel=1e-10, abs=1e-8)
+    with pytest.raises(ValueError, match="whole sentences"):
+        pf.scores(1, pf.parts(0)[1], w)
+    lo, hi = pf.parts(0)[0], pf.parts(2)[1]  # a block of sentences: the sum of theirs
+    dense = np.zeros(pf.n_features)
+    coef = rng.normal(size=hi - lo)
+    pf.scatter(lo, hi, coef, dense)
+    assert dense @ w == pytest.approx(coef @ pf.scores(lo, hi, w), rel=1e-10)
+
+
+def test_gold_and_loss_count_words_and_wrong_heads(es_train):
+    _, problem, _ = _problem(es_train[:10])
+    rng = np.random.default_rng(0)
+    for i, sent in enumerate(es_train[:10]):
+        lo, hi = problem.features.parts(i)
+        size = len(sent.heads) + 1
+        assert hi - lo == n_sibling_parts(size)
+        assert problem.gold[lo:hi].sum() == size - 1
+        np.testing.assert_array_equal(problem.gold[lo:hi], sibling_indicator([-1, *sent.heads]))
+        for _ in range(5):  # a tree's loss is its number of wrong heads
+            heads = sibling_argmax(rng.normal(size=hi - lo), size, "single")
+            wrong = int((heads[1:] != np.asarray(sent.heads)).sum())
+            assert problem.loss[lo:hi] @ sibling_indicator(heads) == wrong
+    np.testing.assert_array_equal(sibling_loss([0], 2), [0])
+    # cells (0, 1), (0, 2) with two parts, (1, 2), (2, 1): word 1's head is 2, word 2's the root
+    np.testing.assert_array_equal(sibling_loss([2, 0], 3), [1, 0, 0, 1, 0])
+
+
+LL_C = 10.0
+
+
+def test_log_linear_eg_reaches_the_lbfgs_optimum(es_train):
+    """EG over sibling marginals (inside-outside of the second-order chart) and scipy's L-BFGS on the
+    log-linear primal of the same problem reach one optimum; EG's duality gap closes."""
+    _, problem, _ = _problem(es_train[:10])
+    d = problem.features.n_features
+    res = minimize(lambda w: log_linear_gradient(problem, w, LL_C), np.zeros(d), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 5000, "gtol": 1e-9, "ftol": 1e-14})
+    spec = get_trainer("eg-ll")
+    result = spec.fit(problem, config=make_config(spec, C=LL_C, max_passes=300, tol=1e-6, anneal=False))
+    assert result.final.rel_gap <= 1e-6
+    assert log_linear_primal(problem, LL_C * result.weights, LL_C) == pytest.approx(res.fun, rel=1e-5)
+
+
+def test_max_margin_trainers_agree_and_close_the_gap(es_train):
+    _, problem, _ = _problem(es_train[:8])
+    primals = {}
+    for name in ("bcfw", "eg-mm"):
+        spec = get_trainer(name)
+        result = spec.fit(problem, config=make_config(spec, C=1000.0, max_passes=400, tol=1e-3))
+        assert result.final.rel_gap <= 1e-3, name
+        for r in result.records:
+            if r.dual is not None:
+                assert r.primal >= -r.dual - 1e-9 * abs(r.primal)  # weak duality
+        primals[name] = result.final.primal
+    assert primals["bcfw"] == pytest.approx(primals["eg-mm"], rel=2e-3)
+
+
+def test_second_order_parser_saves_loads_and_parses_the_same(es_train, tmp_path):
+    dev = load_dataset("es", "dev")[:40]
+    parser, result = train_parser(es_train[:150], dev, root="single", siblings=True, max_passes=4)
+    assert parser.order == 2 and parser.labeler is not None
+    assert parser.weights.size == parser.featurizer.n_features + parser.siblings.n_features
+    path = tmp_path / "sib.npz"
+    parser.save(path)
+    loaded = Parser.load(path)
+    assert loaded.order == 2
+    assert loaded.predict(dev) == parser.predict(dev)
+    assert loaded.predict(dev, jobs=2) == parser.predict(dev)
+    with pytest.raises(ValueError, match="projective trees only"):
+        train_parser(es_train[:20], root="single", siblings=True, tree="non-projective")
+
+
+def test_cli_trains_and_parses_with_siblings(tmp_path, es_train):
+    model = tmp_path / "m.npz"
+    train = tmp_path / "train.conll"
+    test = tmp_path / "test.conll"
+    write_conll(train, es_train[:120])
+    write_conll(test, load_dataset("es", "test")[:40])
+    assert_ok(run("parser", "train", "--train", train, "--siblings", "--passes", "3", "-o", model, "-q"))
+    out = tmp_path / "pred.conll"
+    assert_ok(run("parser", "parse", model, test, "-o", out, "-q"))
+    predicted = read_conll(out)
+    assert [[int(h) for h in s.heads] for s in predicted] == Parser.load(model).predict_heads(read_conll(test))
+    result = run("parser", "evaluate", test, out)
+    assert_ok(result)
+    assert "UAS" in result.stdout
+    result = run("model", "info", model, "--json")
+    assert_ok(result)
+    info = json.loads(result.stdout)
+    assert info["order"] == 2 and info["training"]["settings"]["siblings"] is True
+    assert 0 < info["features"]["sibling_count"] < info["features"]["count"]
+    result = run("model", "info", model)
+    assert_ok(result)
+    assert "arcs and siblings (second order)" in result.stdout
+    line = error_line(run("parser", "train", "--train", train, "--siblings", "--tree", "non-projective",
+                          "-o", tmp_path / "x.npz"))
+    assert "projective trees only" in line
+    assert not (tmp_path / "x.npz").exists()
