@@ -153,12 +153,19 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
                                    state={"mu": pending.mu})
         if config.average:
             rho = 2.0 / (passes + 2.0)
-            mu_rec *= 1.0 - rho
-            mu_rec += rho * mu
-            W_rec *= 1.0 - rho
-            W_rec += rho * W
+            _average_into(mu_rec, mu, rho)
+            _average_into(W_rec, W, rho)
         pending = _Point(passes, mu_rec, W_rec, C, loss, rec.seconds, not config.average)
     return TrainResult(weights=W_rec / C, records=rec.records, converged=converged, state={"mu": mu_rec})
+
+
+def _average_into(avg: np.ndarray, x: np.ndarray, rho: float, block: int = 1 << 22) -> None:
+    """avg <- (1 - rho) avg + rho x, a block at a time: no temporary as long as the corpus's parts
+    (340 MB on es with sibling parts)."""
+    for i in range(0, avg.shape[0], block):
+        part = avg[i:i + block]
+        part *= 1.0 - rho
+        part += rho * x[i:i + block]
 
 
 class _Point:
