@@ -54,6 +54,7 @@ PARSER_PASSES = 15  # egnlp.api.DEFAULT_PARSER_SETTINGS
 PARSER_PATIENCE = 3  # egnlp.api.DEFAULT_PATIENCE, for egnlp.api.ONLINE_TRAINERS
 DASK_TRAINER = "eg-mm"  # parser train --dask without --trainer (egnlp.distributed.DASK_TRAINERS)
 PARSER_C = {"mm": 100.0, "ll": 20.0}  # egnlp.api.DEFAULT_PARSER_C
+SIBLING_PARSER_C = {"mm": 30.0, "ll": 20.0}  # egnlp.api.SIBLING_PARSER_C
 EG_PASSES, EG_TOL = 60, 1e-3  # egnlp.training.eg.EGConfig
 CRF_TRAINER, CRF_C = "eg-ll", 1.0  # egnlp.tagging.DEFAULT_C
 MAXENT_TRAINER, MAXENT_SIGMA2, MAXENT_BEAM = "cd", 10.0, 3  # egnlp.tagging.DEFAULT_SIGMA2, train_maxent_tagger
