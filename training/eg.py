@@ -87,15 +87,17 @@ def gap_order(rng: np.random.Generator, gaps: np.ndarray) -> np.ndarray:
     return rng.choice(n, size=n, p=weights / total)
 
 
-def max_margin_gaps(problem: StructuredProblem, w: np.ndarray, mu: np.ndarray, gaps: np.ndarray,
+def max_margin_gaps(problem: StructuredProblem, w: np.ndarray, mu, gaps: np.ndarray,
                     start: float = 0.0) -> float:
     """``start`` + sum_i hinge_i(w) (the max-margin loss terms), and each example's share of the duality
     gap into ``gaps``: (z_i - mu_i) . (e_i + s_i), z_i the loss-augmented argmax and mu_i the example's
-    marginals (the Frank-Wolfe gap of its block; the gaps sum to primal + dual)."""
+    marginals (the Frank-Wolfe gap of its block; the gaps sum to primal + dual).  ``mu``: every part's
+    marginals, or a function of i giving example i's."""
     total = start
     for i, lo, hi, s, z in loss_augmented_examples(problem, w):
         total += hinge(problem, lo, hi, s, z)
-        gaps[i] = float((z - mu[lo:hi]) @ (s + problem.loss[lo:hi]))
+        mu_i = mu(i) if callable(mu) else mu[lo:hi]
+        gaps[i] = float((z - mu_i) @ (s + problem.loss[lo:hi]))
     return total
 
 

@@ -11,12 +11,13 @@ duality gap.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 from egnlp.features.csr import add_sparse
 from egnlp.training.eg import check_order, gap_order, max_margin_gaps
-from egnlp.training.problem import StructuredProblem, blocked_dot, gold_minus, hinge, loss_augmented_examples
+from egnlp.training.problem import StructuredProblem, gold_minus, hinge, loss_augmented_examples
 from egnlp.training.records import (
     Callback,
     DevScorer,
@@ -54,12 +55,13 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
     """Block-coordinate Frank-Wolfe on the max-margin dual (Lacoste-Julien et al. 2013;
     Franc 2015, "sequential dual ascent" for the structured SVM).
 
-    The per-example dual variables are kept in the part representation, as
-    EG keeps them: mu_i, a convex combination of the part vectors of the
-    structures found so far, and W = sum_i sum_r (gold_r - mu_{i,r}) phi_r, so
-    w = W / C; this stores each example's primal contribution as a vector
-    over its parts rather than over features.  A visit finds the
-    loss-augmented argmax z_i and moves mu_i toward it by the step
+    The per-example dual variables are kept as EG keeps them, in the part representation: mu_i, a
+    convex combination of the part vectors of the structures found so far, and W = sum_i sum_r
+    (gold_r - mu_{i,r}) phi_r, so w = W / C.  mu_i is stored as that combination
+    (:class:`_ActiveSets`: the structures and their weights), so the trainer's memory grows with the
+    visits times the parts a structure uses, not with all the parts of an example (the cube of the
+    sentence length with sibling parts).  A visit finds the loss-augmented argmax z_i and moves mu_i
+    toward it by the step
     gamma = min(1, [C (z_i - mu_i) . e_i - W . Delta] / ||Delta||^2),
     Delta = sum_r (mu_i - z_i)_r phi_r, which minimises Q_MM exactly along the
     segment; the numerator is C times the block's Frank-Wolfe duality gap.
@@ -71,23 +73,27 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
     so W_avg = W(mu_avg)).  mu_avg is a convex combination of feasible points, so the primal at
     w_avg = W_avg / C and the dual at mu_avg still bound the optimum from both sides: the recorded gap is
     a certificate as without averaging.  The visits move the current iterate, never the average.
+    ``state["mu"]`` warm-starts (any feasible marginals, one starting point per example); the result's
+    ``state["mu"]`` is made when it is read.
     """
     pf = problem.features
     n = pf.n_examples
     C = config.C
     warm = bool(state) and state.get("mu") is not None
-    mu = np.array(state["mu"], dtype=np.float64) if warm else np.array(problem.gold, dtype=np.float64)
-    if mu.shape != (pf.n_parts,):
-        raise ValueError(f"warm-start mu has shape {mu.shape}, expected ({pf.n_parts},)")
+    start_mu = None
+    if warm:
+        start_mu = np.asarray(state["mu"], dtype=np.float64)
+        if start_mu.shape != (pf.n_parts,):
+            raise ValueError(f"warm-start mu has shape {start_mu.shape}, expected ({pf.n_parts},)")
+    sets = _ActiveSets(problem, start_mu)
     # from mu = gold, W is 0: no pass over the features to find it
-    W = gold_minus(problem, mu) if warm else np.zeros(pf.n_features)
+    W = gold_minus(problem, start_mu) if warm else np.zeros(pf.n_features)
     loss = problem.loss
     rng = np.random.default_rng(config.seed)
     rec = Recorder(n, dev, callbacks)
     gaps = np.zeros(n)  # each block's duality gap at the last record
-    # the recorded point: the iterate itself, or its weighted average (copies, updated after each pass)
-    mu_rec, W_rec = (mu.copy(), W.copy()) if config.average else (mu, W)
-
+    # the recorded point's W: the iterate's itself, or the weighted average's (a copy, updated after each pass)
+    W_rec = W.copy() if config.average else W
     hinges = np.zeros(n)  # each example's hinge at the pending point, summed on the way (see below)
 
     def record(pt: _Point, inline: bool = False) -> bool:
@@ -106,7 +112,13 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
             rec.seconds = seconds
         return r.rel_gap <= config.tol
 
-    converged = record(_Point(0, mu_rec, W_rec, C, loss, 0.0, False))
+    def point(passes: int, seconds: float) -> _Point:
+        """The point to record after ``passes``: the average's (read live: it changes only after its record)
+        or a copy of the iterate's weights and W."""
+        weights = sets.avg if config.average else [a.copy() for a in sets.alpha]
+        return _Point(passes, sets, weights, W_rec if config.average else W.copy(), C, seconds)
+
+    converged = record(point(0, 0.0))
     pending: _Point | None = None  # the point of the last pass, not yet recorded
     passes = 0
     while True:
@@ -135,51 +147,140 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
                 s_eval = pf.scores(lo, hi, w_eval)
                 z_eval = problem.argmax(i, s_eval + loss[lo:hi])
                 hinges[i] = hinge(problem, lo, hi, s_eval, z_eval)
-                gaps[i] = float((z_eval - pending.mu[lo:hi]) @ (s_eval + loss[lo:hi]))
+                gaps[i] = float((z_eval - pending.mu(i)) @ (s_eval + loss[lo:hi]))
                 eval_seconds += time.perf_counter() - tick
             z = problem.argmax(i, s + loss[lo:hi])
-            d = z - mu[lo:hi]
+            d = z - sets.mu(i, sets.alpha[i])
             ids, vals, dot, sq = pf.sparse_delta(lo, hi, -d, W)
             num = C * float(d @ loss[lo:hi]) - dot
             if sq > 0.0 and num > 0.0:
                 gamma = min(1.0, num / sq)
                 add_sparse(W, ids, vals, ids.shape[0], gamma)
-                mu[lo:hi] += gamma * d
+                sets.step(i, z, gamma)
         rec.seconds += time.perf_counter() - start - eval_seconds
         if pending is not None:  # the last pass's record, now that its primal is known
             converged = record(pending, inline=True)
             if converged or rec.stopped:  # this pass was one too many: the recorded point is the result
                 return TrainResult(weights=pending.W / C, records=rec.records, converged=converged,
-                                   state={"mu": pending.mu})
+                                   state=_MuState(pending))
         if config.average:
             rho = 2.0 / (passes + 2.0)
-            _average_into(mu_rec, mu, rho)
+            sets.average(rho)
             _average_into(W_rec, W, rho)
-        pending = _Point(passes, mu_rec, W_rec, C, loss, rec.seconds, not config.average)
-    return TrainResult(weights=W_rec / C, records=rec.records, converged=converged, state={"mu": mu_rec})
+        pending = point(passes, rec.seconds)
+    # the returned point: the average (or the iterate) as it stands, which the last record saw
+    return TrainResult(weights=W_rec / C, records=rec.records, converged=converged,
+                       state=_MuState(point(passes, rec.seconds)))
 
 
 def _average_into(avg: np.ndarray, x: np.ndarray, rho: float, block: int = 1 << 22) -> None:
-    """avg <- (1 - rho) avg + rho x, a block at a time: no temporary as long as the corpus's parts
-    (340 MB on es with sibling parts)."""
+    """avg <- (1 - rho) avg + rho x, a block at a time (no temporary as long as the features)."""
     for i in range(0, avg.shape[0], block):
         part = avg[i:i + block]
         part *= 1.0 - rho
         part += rho * x[i:i + block]
 
 
-class _Point:
-    """A point of a BCFW run at the end of a pass, recorded after the next pass: its marginals, W, dual,
-    optimisation seconds and visits.  ``copy``: keep copies of mu and W, which the next pass moves (the
-    iterate itself); the weighted average changes only after the point is recorded, so it is not copied."""
+class _ActiveSets:
+    """Each example's marginals mu_i as a convex combination sum_k alpha_ik v_ik of points of its
+    marginal polytope: the start (gold, or a warm start's mu_i) and the structures BCFW moved toward,
+    each kept once as its non-zero parts.  ``alpha`` holds the iterate's weights, ``avg`` the weighted
+    average's (BCFW-wAvg), ``losses`` each point's loss v_ik . e_i."""
 
-    def __init__(self, passes: int, mu: np.ndarray, W: np.ndarray, C: float, loss: np.ndarray, seconds: float,
-                 copy: bool):
+    def __init__(self, problem: StructuredProblem, start_mu: np.ndarray | None):
+        self.problem = problem
+        self.points: list[list[tuple[np.ndarray, np.ndarray]]] = []
+        self.losses: list[list[float]] = []
+        pf = problem.features
+        for i in range(pf.n_examples):
+            lo, hi = pf.parts(i)
+            v = problem.gold[lo:hi] if start_mu is None else start_mu[lo:hi]
+            idx = np.flatnonzero(v)
+            vals = np.asarray(v[idx], dtype=np.float64)
+            self.points.append([(idx, vals)])
+            self.losses.append([float(vals @ problem.loss[lo:hi][idx])])
+        self.alpha = [np.ones(1) for _ in self.points]
+        self.avg = [np.ones(1) for _ in self.points]
+
+    def mu(self, i: int, weights: np.ndarray) -> np.ndarray:
+        """mu_i (dense over the example's parts) for the weights ``weights`` of its first points."""
+        lo, hi = self.problem.features.parts(i)
+        out = np.zeros(hi - lo)
+        for (idx, vals), a in zip(self.points[i], weights.tolist()):
+            if a != 0.0:
+                out[idx] += a * vals
+        return out
+
+    def step(self, i: int, z: np.ndarray, gamma: float) -> None:
+        """mu_i <- (1 - gamma) mu_i + gamma z."""
+        idx = np.flatnonzero(z)
+        vals = np.asarray(z[idx], dtype=np.float64)
+        points = self.points[i]
+        at = next((k for k, (pi, pv) in enumerate(points) if np.array_equal(pi, idx) and np.array_equal(pv, vals)),
+                  None)
+        alpha = self.alpha[i] * (1.0 - gamma)
+        if at is None:
+            lo, hi = self.problem.features.parts(i)
+            points.append((idx, vals))
+            self.losses[i].append(float(vals @ self.problem.loss[lo:hi][idx]))
+            alpha = np.append(alpha, 0.0)
+            self.avg[i] = np.append(self.avg[i], 0.0)
+            at = len(points) - 1
+        alpha[at] += gamma
+        self.alpha[i] = alpha
+
+    def average(self, rho: float) -> None:
+        """avg <- (1 - rho) avg + rho alpha, for every example."""
+        for i, a in enumerate(self.alpha):
+            self.avg[i] = (1.0 - rho) * self.avg[i] + rho * a
+
+    def loss(self, weights: list[np.ndarray]) -> float:
+        """sum_i mu_i . e_i at ``weights``."""
+        total = 0.0
+        for w_i, l_i in zip(weights, self.losses):
+            total += float(w_i @ np.asarray(l_i[:w_i.shape[0]]))
+        return total
+
+
+class _Point:
+    """A point of a BCFW run at the end of a pass, recorded after the next pass: the weights of its
+    marginals in the active sets, W, dual, optimisation seconds and visits."""
+
+    def __init__(self, passes: int, sets: _ActiveSets, weights: list[np.ndarray], W: np.ndarray, C: float,
+                 seconds: float):
         self.passes = passes
-        self.mu = mu.copy() if copy else mu
-        self.W = W.copy() if copy else W
-        self.dual = -blocked_dot(self.mu, loss) + float(self.W @ self.W) / (2.0 * C)
+        self.sets = sets
+        self.weights = weights
+        self.W = W
+        self.dual = -sets.loss(weights) + float(W @ W) / (2.0 * C)
         self.seconds = seconds
+
+    def mu(self, i: int) -> np.ndarray:
+        return self.sets.mu(i, self.weights[i])
+
+
+class _MuState(Mapping):
+    """A BCFW result's state: ``mu``, the marginals of the returned point over every part, made when read
+    (as long as the corpus's parts: 340 MB on es with sibling parts)."""
+
+    def __init__(self, pt: _Point):
+        self._pt = pt
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        if key != "mu":
+            raise KeyError(key)
+        pf = self._pt.sets.problem.features
+        out = np.empty(pf.n_parts)
+        for i in range(pf.n_examples):
+            lo, hi = pf.parts(i)
+            out[lo:hi] = self._pt.mu(i)
+        return out
+
+    def __iter__(self):
+        return iter(("mu",))
+
+    def __len__(self) -> int:
+        return 1
 
 
 @dataclass(frozen=True)
