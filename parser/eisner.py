@@ -152,21 +152,43 @@ def _fill(scores, single, use_max, C, CT, I, L, split_i, split_c):
             I[s, t] = v + scores[s, t]
             # I[t, s] = L[s, t] + scores[t, s]  (arc t -> s); the root has no head.
             I[t, s] = v + scores[t, s] if s > 0 else -np.inf
-            # C[s, t] = (+)_{s < r <= t} I[s, r] + C[r, t]:
-            # arc s -> r, then r's right-complete subtree r..t  (C[r, t] = CT[t, r]).
-            v, r = _reduce(I, s, CT, t, s + 1, t + 1, 0, use_max)
-            C[s, t] = v
-            CT[t, s] = v
-            if use_max:
-                split_c[s, t] = r
-            # C[t, s] = (+)_{s <= r < t} C[r, s] + I[t, r]:
-            # r's left-complete subtree s..r, then arc t -> r  (C[r, s] = CT[s, r]).
-            v, r = _reduce(CT, s, I, t, s, t, 0, use_max)
-            C[t, s] = v
-            CT[s, t] = v
-            if use_max:
-                split_c[t, s] = r
+            _complete_items(I, C, CT, s, t, use_max, split_c)
     return C[0, n]
+
+
+@numba.njit(cache=True)
+def _complete_items(I, C, CT, s, t, use_max, split_c):
+    """The two complete items of the span s < t from the incomplete ones (shared with the second-order
+    chart of :mod:`egnlp.parser.eisner2`, whose complete items are the same); ``split_c`` gets the best
+    split points in max-plus."""
+    # C[s, t] = (+)_{s < r <= t} I[s, r] + C[r, t]:
+    # arc s -> r, then r's right-complete subtree r..t  (C[r, t] = CT[t, r]).
+    v, r = _reduce(I, s, CT, t, s + 1, t + 1, 0, use_max)
+    C[s, t] = v
+    CT[t, s] = v
+    if use_max:
+        split_c[s, t] = r
+    # C[t, s] = (+)_{s <= r < t} C[r, s] + I[t, r]:
+    # r's left-complete subtree s..r, then arc t -> r  (C[r, s] = CT[s, r]).
+    v, r = _reduce(CT, s, I, t, s, t, 0, use_max)
+    C[t, s] = v
+    CT[s, t] = v
+    if use_max:
+        split_c[t, s] = r
+
+
+@numba.njit(cache=True)
+def _complete_items_adjoint(I, C, CT, s, t, gC, gCT, gI):
+    """Reverse-mode step of :func:`_complete_items` in sum-product: the adjoints of C[t, s] and C[s, t]
+    (gC plus the transposed copy's gCT) passed on to the items they sum."""
+    # C[t, s] = logsum_r C[r, s] + I[t, r]
+    g = gC[t, s] + gCT[s, t]
+    if g != 0.0 and C[t, s] > -np.inf:
+        _lse_pair_adjoint(CT, s, I, t, s, t, 0, C[t, s], g, gCT, gI)
+    # C[s, t] = logsum_r I[s, r] + C[r, t]
+    g = gC[s, t] + gCT[t, s]
+    if g != 0.0 and C[s, t] > -np.inf:
+        _lse_pair_adjoint(I, s, CT, t, s + 1, t + 1, 0, C[s, t], g, gI, gCT)
 
 
 @numba.njit(cache=True)
@@ -210,14 +232,7 @@ def _inside_outside_kernel(scores, single):
     for w in range(n, 0, -1):
         for s in range(n1 - w):
             t = s + w
-            # C[t, s] = logsum_r C[r, s] + I[t, r]
-            g = gC[t, s] + gCT[s, t]
-            if g != 0.0 and C[t, s] > -np.inf:
-                _lse_pair_adjoint(CT, s, I, t, s, t, 0, C[t, s], g, gCT, gI)
-            # C[s, t] = logsum_r I[s, r] + C[r, t]
-            g = gC[s, t] + gCT[t, s]
-            if g != 0.0 and C[s, t] > -np.inf:
-                _lse_pair_adjoint(I, s, CT, t, s + 1, t + 1, 0, C[s, t], g, gI, gCT)
+            _complete_items_adjoint(I, C, CT, s, t, gC, gCT, gI)
             # I[s, t] and I[t, s] both add an arc score to L[s, t].
             g = gI[s, t] + gI[t, s]
             if g != 0.0 and L[s, t] > -np.inf:

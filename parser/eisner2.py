@@ -82,7 +82,8 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from egnlp.parser.eisner import _is_single_root, _lse_pair, _lse_pair_adjoint, _max_pair, _reduce
+from egnlp.parser.eisner import (_complete_items, _complete_items_adjoint, _is_single_root, _lse_pair_adjoint,
+                                 _reduce)
 
 __all__ = [
     "n_sibling_parts",
@@ -231,20 +232,8 @@ def _fill(theta, off, single, use_max, C, CT, I, S, ST, split_c, split_i, split_
                 I[t, s] = v
                 if use_max:
                     split_i[t, s] = r
-            # C[s, t] = (+)_{s < r <= t} I[s, r] + C[r, t]: s's last right
-            # modifier r, then r's right-complete subtree r..t  (C[r, t] = CT[t, r]).
-            v, r = _reduce(I, s, CT, t, s + 1, t + 1, 0, use_max)
-            C[s, t] = v
-            CT[t, s] = v
-            if use_max:
-                split_c[s, t] = r
-            # C[t, s] = (+)_{s <= r < t} C[r, s] + I[t, r]: t's last left
-            # modifier r with its left-complete subtree s..r  (C[r, s] = CT[s, r]).
-            v, r = _reduce(CT, s, I, t, s, t, 0, use_max)
-            C[t, s] = v
-            CT[s, t] = v
-            if use_max:
-                split_c[t, s] = r
+            # C[s, t] and C[t, s]: the last modifier r of s (of t) on that side, with its complete half
+            _complete_items(I, C, CT, s, t, use_max, split_c)
     return C[0, n]
 
 
@@ -289,14 +278,7 @@ def _inside_outside_kernel(theta, off, single):
     for w in range(n, 0, -1):
         for s in range(n1 - w):
             t = s + w
-            # C[t, s] = logsum_r C[r, s] + I[t, r]
-            g = gC[t, s] + gCT[s, t]
-            if g != 0.0 and C[t, s] > -np.inf:
-                _lse_pair_adjoint(CT, s, I, t, s, t, 0, C[t, s], g, gCT, gI)
-            # C[s, t] = logsum_r I[s, r] + C[r, t]
-            g = gC[s, t] + gCT[t, s]
-            if g != 0.0 and C[s, t] > -np.inf:
-                _lse_pair_adjoint(I, s, CT, t, s + 1, t + 1, 0, C[s, t], g, gI, gCT)
+            _complete_items_adjoint(I, C, CT, s, t, gC, gCT, gI)
             # I[t, s] = C[s, t - 1] + theta(t, none, s) (+) logsum_r S[s, r] + I[t, r] + theta(t, r, s)
             g = gI[t, s]
             if s > 0 and g != 0.0 and I[t, s] > -np.inf:

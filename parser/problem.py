@@ -49,6 +49,8 @@ class ParsingProblem:
     ``gold`` (0/1) and ``loss`` (Hamming: 1 on every possible arc but the gold ones) are uint8.
     """
 
+    PART_KIND = "arc"
+
     def __init__(self, features: ArcPartFeatures | PartFeatures, heads_list, root: str = "multi",
                  tree: str = PROJECTIVE):
         self.root = check_root(root)
@@ -62,16 +64,24 @@ class ParsingProblem:
         for i, heads in enumerate(heads_list):
             lo, hi = features.parts(i)
             size = len(heads) + 1
-            if size * size != hi - lo:
-                raise ValueError(f"sentence {i}: {len(heads)} heads for {hi - lo} arc parts")
+            if self._n_parts(size) != hi - lo:
+                raise ValueError(f"sentence {i}: {len(heads)} heads for {hi - lo} {self.PART_KIND} parts")
             self.sizes[i] = size
-            heads = _checked_heads(i, heads)
-            gold = self.gold[lo:hi].reshape(size, size)
-            gold[heads, np.arange(1, size)] = 1
-            loss = self.loss[lo:hi].reshape(size, size)
-            loss[:, 1:] = 1
-            np.fill_diagonal(loss, 0)
-            loss -= gold
+            self._set_gold_and_loss(self.gold[lo:hi], self.loss[lo:hi], _checked_heads(i, heads), size)
+
+    @staticmethod
+    def _n_parts(size: int) -> int:
+        return size * size
+
+    @staticmethod
+    def _set_gold_and_loss(gold: np.ndarray, loss: np.ndarray, heads: np.ndarray, size: int) -> None:
+        """One sentence's gold parts and Hamming loss (zeros on entry), from its checked heads."""
+        gold = gold.reshape(size, size)
+        gold[heads, np.arange(1, size)] = 1
+        loss = loss.reshape(size, size)
+        loss[:, 1:] = 1
+        np.fill_diagonal(loss, 0)
+        loss -= gold
 
     def _square(self, i: int, theta: np.ndarray) -> np.ndarray:
         k = int(self.sizes[i])
@@ -103,7 +113,7 @@ def sibling_loss(heads, size: int) -> np.ndarray:
     return np.repeat(wrong[valid], np.abs(h - m)[valid])
 
 
-class SiblingParsingProblem:
+class SiblingParsingProblem(ParsingProblem):
     """Second-order (sibling) projective parsing of a corpus (McDonald and Pereira 2006): the parts of a
     sentence are its sibling parts (h, s, m) in the layout of :mod:`egnlp.parser.eisner2`, their features
     ``features`` (:class:`egnlp.features.siblings.SiblingPartFeatures`: the arc's first-order features and
@@ -112,38 +122,23 @@ class SiblingParsingProblem:
     trees included, as :class:`ParsingProblem` keeps them); ``loss`` is the Hamming loss of the part's arc,
     so a tree's loss is its number of wrong heads, as in the first-order problem."""
 
+    PART_KIND = "sibling"
+
     def __init__(self, features, heads_list, root: str = "multi"):
-        self.root = check_root(root)
-        self.space = tree_space(PROJECTIVE)
-        if len(heads_list) != features.n_examples:
-            raise ValueError("one gold tree per sentence is needed")
-        self.features = features
-        self.sizes = np.zeros(features.n_examples, dtype=np.int64)
-        self.gold = np.zeros(features.n_parts, dtype=np.uint8)
-        self.loss = np.zeros(features.n_parts, dtype=np.uint8)
-        for i, heads in enumerate(heads_list):
-            lo, hi = features.parts(i)
-            size = len(heads) + 1
-            if n_sibling_parts(size) != hi - lo:
-                raise ValueError(f"sentence {i}: {len(heads)} heads for {hi - lo} sibling parts")
-            heads = _checked_heads(i, heads)
-            self.sizes[i] = size
-            self.gold[lo + tree_parts(np.concatenate([[-1], heads]))] = 1
-            self.loss[lo:hi] = sibling_loss(heads, size)
+        super().__init__(features, heads_list, root, PROJECTIVE)
 
-    @property
-    def tree(self) -> str:
-        return self.space.name
+    _n_parts = staticmethod(n_sibling_parts)
 
-    def _theta(self, theta: np.ndarray) -> np.ndarray:
-        return np.asarray(theta, dtype=np.float64)
+    @staticmethod
+    def _set_gold_and_loss(gold: np.ndarray, loss: np.ndarray, heads: np.ndarray, size: int) -> None:
+        gold[tree_parts(np.concatenate([[-1], heads]))] = 1
+        loss[:] = sibling_loss(heads, size)
 
     def marginals(self, i: int, theta: np.ndarray) -> tuple[float, np.ndarray]:
-        return sibling_marginals(self._theta(theta), int(self.sizes[i]), self.root)
+        return sibling_marginals(np.asarray(theta, dtype=np.float64), int(self.sizes[i]), self.root)
 
     def log_partition(self, i: int, theta: np.ndarray) -> float:
-        return sibling_log_partition(self._theta(theta), int(self.sizes[i]), self.root)
+        return sibling_log_partition(np.asarray(theta, dtype=np.float64), int(self.sizes[i]), self.root)
 
     def argmax(self, i: int, theta: np.ndarray) -> np.ndarray:
-        heads = sibling_argmax(self._theta(theta), int(self.sizes[i]), self.root)
-        return sibling_indicator(heads)
+        return sibling_indicator(sibling_argmax(np.asarray(theta, dtype=np.float64), int(self.sizes[i]), self.root))

@@ -9,7 +9,6 @@ chart, so the two sides share no code.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -26,6 +25,7 @@ from egnlp.parser.eisner import (
 )
 
 from tree_space_checks import (
+    KNOWN_PROJECTIVE_COUNTS,
     INVALID_ROOTS,
     INVALID_SCORES,
     LARGE_KINDS,
@@ -42,80 +42,29 @@ from tree_space_checks import (
     check_large_scores,
     check_no_finite_tree,
     check_shift_of_one_modifier,
+    count_projective_trees,
     is_head_array,
     large_scores,
     log_z_of,
     marginals_of,
+    projective_trees,
     random_scores,
     root_constraint_holds,
 )
 
-# Projective trees over n = 1..6 words (OEIS A001764 and A006013).
-KNOWN_COUNTS = {
-    "multi": [1, 3, 12, 55, 273, 1428],
-    "single": [1, 2, 7, 30, 143, 728],
-}
-
-
-def count_trees(n: int, root: str) -> int:
-    """Number of projective trees over n words, exactly (Python ints).
-
-    multi: C(3n, n) / (2n + 1); single: C(3n - 2, n - 1) / n.
-    """
-    if root == "multi":
-        return math.comb(3 * n, n) // (2 * n + 1)
-    return math.comb(3 * n - 2, n - 1) // n
-
-
-# ---------------------------------------------------------------------------
-# Brute-force twin
-# ---------------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=None)
-def _enumerate_trees(n: int, root: str) -> np.ndarray:
-    """All projective trees of the tree space as a (K, n + 1) int64 array."""
-    n1 = n + 1
-    # Every assignment of heads in 0..n to words 1..n.
-    words = np.indices((n1,) * n).reshape(n, -1).T
-    parent = np.concatenate([np.zeros((len(words), 1), dtype=np.int64), words], axis=1)
-    # Acyclic and rooted at 0: n steps up the head chain reach 0 from every
-    # node (a self-loop or a cycle never does).
-    pos = np.tile(np.arange(n1), (len(parent), 1))
-    rows = np.arange(len(parent))[:, None]
-    ancestor = np.zeros((len(parent), n1, n1), dtype=bool)  # [tree, node, ancestor-or-self]
-    for _ in range(n1):
-        ancestor[rows, np.arange(n1)[None, :], pos] = True
-        pos = parent[rows, pos]
-    is_tree = (pos == 0).all(axis=1)
-    parent, ancestor = parent[is_tree], ancestor[is_tree]
-    # Projective: every word strictly between h and m descends from h.
-    ok = np.ones(len(parent), dtype=bool)
-    idx = np.arange(len(parent))
-    for m in range(1, n1):
-        h = parent[:, m]
-        lo, hi = np.minimum(h, m), np.maximum(h, m)
-        for k in range(1, n1):
-            between = (lo < k) & (k < hi)
-            ok &= ~between | ancestor[idx, k, h]
-    trees = parent[ok]
-    if root == "single":
-        trees = trees[(trees[:, 1:] == 0).sum(axis=1) == 1]
-    trees[:, 0] = -1
-    return trees
 
 
 def brute_log_z(scores: np.ndarray, root: str) -> float:
-    return log_z_of(scores, _enumerate_trees(len(scores) - 1, root))
+    return log_z_of(scores, projective_trees(len(scores) - 1, root))
 
 
 def brute_marginals(scores: np.ndarray, root: str) -> np.ndarray:
-    return marginals_of(scores, _enumerate_trees(len(scores) - 1, root))
+    return marginals_of(scores, projective_trees(len(scores) - 1, root))
 
 
 def brute_best(scores: np.ndarray, root: str) -> tuple[float, np.ndarray | None]:
     """(max tree score, the best tree if it beats the runner-up by 1e-9, else None)."""
-    return best_of(scores, _enumerate_trees(len(scores) - 1, root))
+    return best_of(scores, projective_trees(len(scores) - 1, root))
 
 
 def is_projective_tree(heads: np.ndarray, root: str) -> bool:
@@ -147,19 +96,19 @@ def is_projective_tree(heads: np.ndarray, root: str) -> bool:
 
 @pytest.mark.parametrize("root", ROOTS)
 def test_brute_force_counts_match_known_numbers(root):
-    counts = [len(_enumerate_trees(n, root)) for n in range(1, 7)]
-    assert counts == KNOWN_COUNTS[root]
-    assert [count_trees(n, root) for n in range(1, 7)] == KNOWN_COUNTS[root]
+    counts = [len(projective_trees(n, root)) for n in range(1, 7)]
+    assert counts == KNOWN_PROJECTIVE_COUNTS[root]
+    assert [count_projective_trees(n, root) for n in range(1, 7)] == KNOWN_PROJECTIVE_COUNTS[root]
 
 
 def test_brute_force_trees_are_distinct_and_valid():
     for root in ROOTS:
-        trees = _enumerate_trees(4, root)
+        trees = projective_trees(4, root)
         assert len({tuple(t) for t in trees}) == len(trees)
         assert all(is_projective_tree(t, root) for t in trees)
     # A crossing tree (1 -> 3 over 2 -> 4) must be rejected.
     assert not is_projective_tree(np.array([-1, 0, 4, 1, 0]), "multi")
-    assert not any((t == [-1, 0, 4, 1, 0]).all() for t in _enumerate_trees(4, "multi"))
+    assert not any((t == [-1, 0, 4, 1, 0]).all() for t in projective_trees(4, "multi"))
 
 
 # ---------------------------------------------------------------------------
@@ -186,7 +135,7 @@ def test_matches_brute_force(n, root):
             np.testing.assert_array_equal(heads, best_tree)
 
         # Loss-augmented argmax with the Hamming cost of a random gold tree.
-        trees = _enumerate_trees(n, root)
+        trees = projective_trees(n, root)
         gold = trees[rng.integers(len(trees))]
         check_augmented_argmax(eisner_argmax_augmented, is_projective_tree, s, root, trees, gold)
 
@@ -237,7 +186,7 @@ def test_single_root_tree_space_differs():
 @pytest.mark.parametrize("kind", LARGE_KINDS)
 def test_large_scores_match_brute_force(n, root, kind):
     s = large_scores(np.random.default_rng(n), n, kind)
-    check_large_scores(eisner_argmax, inside_outside, s, root, _enumerate_trees(n, root))
+    check_large_scores(eisner_argmax, inside_outside, s, root, projective_trees(n, root))
 
 
 @pytest.mark.parametrize("root", ROOTS)
@@ -245,7 +194,7 @@ def test_long_sentence_all_zero_scores(root):
     n = 150
     s = np.zeros((n + 1, n + 1))
     log_z, mu = inside_outside(s, root)
-    assert log_z == pytest.approx(math.log(count_trees(n, root)), rel=1e-12)
+    assert log_z == pytest.approx(math.log(count_projective_trees(n, root)), rel=1e-12)
     assert inside(s, root) == pytest.approx(log_z, rel=1e-14)
     assert np.isfinite(mu).all() and (mu >= 0).all() and (mu <= 1 + 1e-12).all()
     np.testing.assert_allclose(mu[:, 1:].sum(axis=0), 1.0, atol=1e-10)
@@ -268,7 +217,7 @@ def test_long_sentence_large_scores(root):
     check_distributions(mu, tol=1e-9, sum_tol=1e-9)
     heads = eisner_argmax(s, root)
     assert is_projective_tree(heads, root)
-    check_best_and_log_z(inside, s, root, tree_score(s, heads), math.log(count_trees(n, root)), log_z)
+    check_best_and_log_z(inside, s, root, tree_score(s, heads), math.log(count_projective_trees(n, root)), log_z)
 
 
 # ---------------------------------------------------------------------------
@@ -289,7 +238,7 @@ def test_argmax_is_an_optimal_tree_of_its_space(s, root):
     heads = eisner_argmax(s, root)
     assert is_projective_tree(heads, root)
     best = tree_score(s, heads)
-    check_best_and_log_z(inside, s, root, best, math.log(count_trees(n, root)), inside(s, root))
+    check_best_and_log_z(inside, s, root, best, math.log(count_projective_trees(n, root)), inside(s, root))
 
 
 @settings(deadline=None, max_examples=150)

@@ -27,64 +27,16 @@ from egnlp.parser.eisner2 import (
     tree_parts,
 )
 
+from tree_space_checks import KNOWN_PROJECTIVE_COUNTS, count_projective_trees, projective_trees
+
 ROOTS = ("multi", "single")
 KINDS = ("normal", "forbid", "ties")
-
-# Projective trees over n = 1..6 words (OEIS A001764 and A006013).
-KNOWN_COUNTS = {
-    "multi": [1, 3, 12, 55, 273, 1428],
-    "single": [1, 2, 7, 30, 143, 728],
-}
-
-
-def count_trees(n: int, root: str) -> int:
-    """Number of projective trees over n words: C(3n, n) / (2n + 1) or C(3n - 2, n - 1) / n."""
-    if root == "multi":
-        return math.comb(3 * n, n) // (2 * n + 1)
-    return math.comb(3 * n - 2, n - 1) // n
-
-
-# ---------------------------------------------------------------------------
-# Brute-force twin
-# ---------------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=None)
-def enumerate_trees(n: int, root: str) -> np.ndarray:
-    """All projective trees of the tree space as a (K, n + 1) int64 array."""
-    n1 = n + 1
-    # Every assignment of heads in 0..n to words 1..n.
-    words = np.indices((n1,) * n).reshape(n, -1).T
-    parent = np.concatenate([np.zeros((len(words), 1), dtype=np.int64), words], axis=1)
-    # Acyclic and rooted at 0: n steps up the head chain reach 0 from every node.
-    pos = np.tile(np.arange(n1), (len(parent), 1))
-    rows = np.arange(len(parent))[:, None]
-    ancestor = np.zeros((len(parent), n1, n1), dtype=bool)  # [tree, node, ancestor-or-self]
-    for _ in range(n1):
-        ancestor[rows, np.arange(n1)[None, :], pos] = True
-        pos = parent[rows, pos]
-    is_tree = (pos == 0).all(axis=1)
-    parent, ancestor = parent[is_tree], ancestor[is_tree]
-    # Projective: every word strictly between h and m descends from h.
-    ok = np.ones(len(parent), dtype=bool)
-    idx = np.arange(len(parent))
-    for m in range(1, n1):
-        h = parent[:, m]
-        lo, hi = np.minimum(h, m), np.maximum(h, m)
-        for k in range(1, n1):
-            between = (lo < k) & (k < hi)
-            ok &= ~between | ancestor[idx, k, h]
-    trees = parent[ok]
-    if root == "single":
-        trees = trees[(trees[:, 1:] == 0).sum(axis=1) == 1]
-    trees[:, 0] = -1
-    return trees
 
 
 @functools.lru_cache(maxsize=None)
 def tree_part_matrix(n: int, root: str) -> np.ndarray:
     """(K, n) int64: the parts of every tree of the space, by ``tree_parts``."""
-    return np.array([tree_parts(t) for t in enumerate_trees(n, root)], dtype=np.int64)
+    return np.array([tree_parts(t) for t in projective_trees(n, root)], dtype=np.int64)
 
 
 def brute(theta: np.ndarray, n: int, root: str) -> tuple[float, float, np.ndarray]:
@@ -271,8 +223,8 @@ def test_tree_parts_of_random_trees_match_the_definition():
 @pytest.mark.parametrize("root", ROOTS)
 @pytest.mark.parametrize("n", range(1, 7))
 def test_enumeration_counts(n, root):
-    trees = enumerate_trees(n, root)
-    assert len(trees) == KNOWN_COUNTS[root][n - 1] == count_trees(n, root)
+    trees = projective_trees(n, root)
+    assert len(trees) == KNOWN_PROJECTIVE_COUNTS[root][n - 1] == count_projective_trees(n, root)
     assert all(in_space(t, root) for t in trees)
 
 
@@ -334,11 +286,11 @@ def check_long(theta: np.ndarray, n: int, root: str, rng: np.random.Generator, n
     assert np.isfinite(log_z) and log_z == sibling_log_partition(theta, size, root)
     # max <= log Z <= max + log(#trees)
     assert best <= log_z + 1e-9 * abs(log_z)
-    assert log_z <= best + math.log(count_trees(n, root)) + 1e-6
+    assert log_z <= best + math.log(count_projective_trees(n, root)) + 1e-6
     # At a low temperature log Z / beta pins the maximum within log(#trees) / beta.
     beta = 1e3
     sharp = sibling_log_partition(beta * theta, size, root) / beta
-    assert best >= sharp - math.log(count_trees(n, root)) / beta - 1e-6 * abs(sharp)
+    assert best >= sharp - math.log(count_projective_trees(n, root)) / beta - 1e-6 * abs(sharp)
     # Marginals: probabilities, one part per word, n parts per tree.
     assert np.isfinite(mu).all() and (mu >= 0).all() and (mu <= 1).all()
     per_word = np.bincount(modifier_of_part(size), weights=mu, minlength=size)[1:]

@@ -10,6 +10,9 @@ functions under test and assert what holds in any tree space.
 
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 import pytest
 from hypothesis import strategies as st
@@ -19,6 +22,60 @@ from scipy.special import logsumexp
 from egnlp.parser.eisner import tree_score
 
 ROOTS = ("multi", "single")
+
+# Projective trees over n = 1..6 words (OEIS A001764 and A006013).
+KNOWN_PROJECTIVE_COUNTS = {
+    "multi": [1, 3, 12, 55, 273, 1428],
+    "single": [1, 2, 7, 30, 143, 728],
+}
+
+
+def count_projective_trees(n: int, root: str) -> int:
+    """Number of projective trees over n words, exactly (Python ints).
+
+    multi: C(3n, n) / (2n + 1); single: C(3n - 2, n - 1) / n.
+    """
+    if root == "multi":
+        return math.comb(3 * n, n) // (2 * n + 1)
+    return math.comb(3 * n - 2, n - 1) // n
+
+
+# ---------------------------------------------------------------------------
+# Brute-force twin
+# ---------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def projective_trees(n: int, root: str) -> np.ndarray:
+    """All projective trees of the tree space as a (K, n + 1) int64 array."""
+    n1 = n + 1
+    # Every assignment of heads in 0..n to words 1..n.
+    words = np.indices((n1,) * n).reshape(n, -1).T
+    parent = np.concatenate([np.zeros((len(words), 1), dtype=np.int64), words], axis=1)
+    # Acyclic and rooted at 0: n steps up the head chain reach 0 from every
+    # node (a self-loop or a cycle never does).
+    pos = np.tile(np.arange(n1), (len(parent), 1))
+    rows = np.arange(len(parent))[:, None]
+    ancestor = np.zeros((len(parent), n1, n1), dtype=bool)  # [tree, node, ancestor-or-self]
+    for _ in range(n1):
+        ancestor[rows, np.arange(n1)[None, :], pos] = True
+        pos = parent[rows, pos]
+    is_tree = (pos == 0).all(axis=1)
+    parent, ancestor = parent[is_tree], ancestor[is_tree]
+    # Projective: every word strictly between h and m descends from h.
+    ok = np.ones(len(parent), dtype=bool)
+    idx = np.arange(len(parent))
+    for m in range(1, n1):
+        h = parent[:, m]
+        lo, hi = np.minimum(h, m), np.maximum(h, m)
+        for k in range(1, n1):
+            between = (lo < k) & (k < hi)
+            ok &= ~between | ancestor[idx, k, h]
+    trees = parent[ok]
+    if root == "single":
+        trees = trees[(trees[:, 1:] == 0).sum(axis=1) == 1]
+    trees[:, 0] = -1
+    return trees
 
 
 # ---------------------------------------------------------------------------
