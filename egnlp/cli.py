@@ -176,7 +176,7 @@ def parser_train(
                               "of the training trees are."),
     siblings: bool = typer.Option(False, "--siblings/--no-siblings", help="Second-order model: sibling parts "
                                   "beside the arcs (McDonald and Pereira 2006); projective trees only (--tree auto "
-                                  "picks them); about 2x the training time and 3x the memory."),
+                                  "picks them); about 2x the training time and 1.25x the memory."),
     pos: Optional[TagColumns] = typer.Option(None, "--pos", help="Tag columns the features read: both, upos "
                                              "(CPOSTAG) or xpos (POSTAG).", show_default="both where both are filled"),
     labels: bool = typer.Option(True, "--labels/--no-labels", help="Train the arc labeler when the training data "
