@@ -184,23 +184,33 @@ def _average_into(avg: np.ndarray, x: np.ndarray, rho: float, block: int = 1 << 
 class _ActiveSets:
     """Each example's marginals mu_i as a convex combination sum_k alpha_ik v_ik of points of its
     marginal polytope: the start (gold, or a warm start's mu_i) and the structures BCFW moved toward,
-    each kept once as its non-zero parts.  ``alpha`` holds the iterate's weights, ``avg`` the weighted
-    average's (BCFW-wAvg), ``losses`` each point's loss v_ik . e_i."""
+    each kept once as its non-zero parts (int32 positions, and their values, or None where all are 1).
+    ``alpha`` holds the iterate's weights, ``avg`` the weighted average's (BCFW-wAvg), ``losses`` each
+    point's loss v_ik . e_i."""
 
     def __init__(self, problem: StructuredProblem, start_mu: np.ndarray | None):
         self.problem = problem
-        self.points: list[list[tuple[np.ndarray, np.ndarray]]] = []
+        self.points: list[list[tuple[np.ndarray, np.ndarray | None]]] = []
         self.losses: list[list[float]] = []
         pf = problem.features
         for i in range(pf.n_examples):
             lo, hi = pf.parts(i)
-            v = problem.gold[lo:hi] if start_mu is None else start_mu[lo:hi]
-            idx = np.flatnonzero(v)
-            vals = np.asarray(v[idx], dtype=np.float64)
-            self.points.append([(idx, vals)])
-            self.losses.append([float(vals @ problem.loss[lo:hi][idx])])
+            point = self._point(problem.gold[lo:hi] if start_mu is None else start_mu[lo:hi])
+            self.points.append([point])
+            self.losses.append([self._loss(lo, hi, point)])
         self.alpha = [np.ones(1) for _ in self.points]
         self.avg = [np.ones(1) for _ in self.points]
+
+    @staticmethod
+    def _point(v: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        idx = np.flatnonzero(v).astype(np.int32)
+        vals = v[idx]
+        return idx, None if np.all(vals == 1) else np.asarray(vals, dtype=np.float64)
+
+    def _loss(self, lo: int, hi: int, point: tuple[np.ndarray, np.ndarray | None]) -> float:
+        idx, vals = point
+        part_loss = self.problem.loss[lo:hi][idx]
+        return float(part_loss.sum(dtype=np.float64)) if vals is None else float(vals @ part_loss)
 
     def mu(self, i: int, weights: np.ndarray) -> np.ndarray:
         """mu_i (dense over the example's parts) for the weights ``weights`` of its first points."""
@@ -208,21 +218,22 @@ class _ActiveSets:
         out = np.zeros(hi - lo)
         for (idx, vals), a in zip(self.points[i], weights.tolist()):
             if a != 0.0:
-                out[idx] += a * vals
+                out[idx] += a if vals is None else a * vals
         return out
 
     def step(self, i: int, z: np.ndarray, gamma: float) -> None:
         """mu_i <- (1 - gamma) mu_i + gamma z."""
-        idx = np.flatnonzero(z)
-        vals = np.asarray(z[idx], dtype=np.float64)
+        point = self._point(z)
         points = self.points[i]
-        at = next((k for k, (pi, pv) in enumerate(points) if np.array_equal(pi, idx) and np.array_equal(pv, vals)),
-                  None)
+        at = next((k for k, (idx, vals) in enumerate(points)
+                   if np.array_equal(idx, point[0]) and (vals is None and point[1] is None
+                                                         or vals is not None and point[1] is not None
+                                                         and np.array_equal(vals, point[1]))), None)
         alpha = self.alpha[i] * (1.0 - gamma)
         if at is None:
             lo, hi = self.problem.features.parts(i)
-            points.append((idx, vals))
-            self.losses[i].append(float(vals @ self.problem.loss[lo:hi][idx]))
+            points.append(point)
+            self.losses[i].append(self._loss(lo, hi, point))
             alpha = np.append(alpha, 0.0)
             self.avg[i] = np.append(self.avg[i], 0.0)
             at = len(points) - 1
