@@ -157,8 +157,8 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     ``settings`` go to the trainer's config (for
     EG: C, max_passes, tol, seed, eta_init, order, max_seconds, anneal; see
     ``egnlp.training.registry.TRAINERS`` for the others).  C defaults to
-    :data:`DEFAULT_PARSER_C` of the trainer's objective (:data:`SIBLING_PARSER_C` with ``siblings``).  ``state`` warm-starts
-    the trainer.
+    :data:`DEFAULT_PARSER_C` of the trainer's objective (:data:`SIBLING_PARSER_C` with ``siblings``).
+    ``state`` warm-starts the trainer.
     The dev set, if given, is scored (UAS) after every pass.  ``patience``
     P (needs a dev set) stops the run once the dev score has not improved for
     P passes; with a patience or a ``max_seconds`` budget and a dev set, the
@@ -206,7 +206,8 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
             result, interrupted = best.result(), best.last
     info = model_info(trainer, dataclasses.asdict(config), train, dev, data,
                       {"root": given_root, "tree": given_tree, "tags": tags, "feature_mode": feature_mode,
-                       "hash_bits": hash_bits, "labels": labels, "siblings": siblings}, featurizer, extract_seconds, result)
+                       "hash_bits": hash_bits, "labels": labels, "siblings": siblings},
+                      featurizer, extract_seconds, result)
     if kept is not None:
         info["best_pass"] = kept.final.as_dict()
         info["early_stop"] = bool(keeper.stop)
