@@ -15,7 +15,8 @@ from egnlp.corpora import load_dataset, read_conll, write_conll
 from egnlp.features.arc_templates import CPOS, POS, WORD, _key, dirdist_slot
 from egnlp.features.siblings import _NONE, _T0, SiblingFeaturizer
 from egnlp.parser.eisner2 import n_sibling_parts, sibling_argmax, sibling_indicator, sibling_offsets, tree_parts
-from egnlp.parser.model import Parser
+from egnlp.corpora.files import ModelError, read_npz, write_npz_atomic
+from egnlp.parser.model import FORMAT_VERSION, MODEL_KIND, Parser
 from egnlp.parser.problem import sibling_loss
 from egnlp.training.problem import log_linear_gradient, log_linear_primal
 from egnlp.training.registry import get_trainer, make_config
@@ -173,6 +174,17 @@ def test_second_order_parser_saves_loads_and_parses_the_same(es_train, tmp_path)
     assert loaded.predict(dev, jobs=2) == parser.predict(dev)
     with pytest.raises(ValueError, match="projective trees only"):
         train_parser(es_train[:20], root="single", siblings=True, tree="non-projective")
+    # files a second-order parser cannot be read from: one readable error each
+    arrays, meta = read_npz(path, MODEL_KIND, FORMAT_VERSION)
+    for name, bad_arrays, bad_meta, message in [
+        ("old", arrays, {**meta, "sibling_templates": "older"}, "retrain the model"),
+        ("unsorted", {**arrays, "sibling_keys": arrays["sibling_keys"][::-1].copy()}, meta, "sorted"),
+        ("missing", {k: v for k, v in arrays.items() if k != "sibling_keys"}, meta, "missing array 'sibling_keys'"),
+        ("order", arrays, {**meta, "order": 3}, "order"),
+    ]:
+        write_npz_atomic(tmp_path / f"{name}.npz", bad_arrays, bad_meta)
+        with pytest.raises(ModelError, match=message):
+            Parser.load(tmp_path / f"{name}.npz")
 
 
 def test_cli_trains_and_parses_with_siblings(tmp_path, es_train):
