@@ -23,7 +23,7 @@ A template instance is a 64-bit key, as the first-order ones; the features
 are the keys of the gold sibling parts of the training data (an alphabet),
 numbered after the first-order features in the weight vector.
 
-What one sentence needs is compiled once a visit (:func:`compile_sentence`):
+What one sentence needs is compiled once a visit (:meth:`SiblingFeaturizer.compile`):
 the ids of every (s, m) row and every "none" (h, m) row, and the ids of the
 classes of (head tag, sibling tag, modifier tag, slot) that the three-token
 templates read, with each part's class.  A part's score is then the arc
