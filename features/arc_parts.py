@@ -596,7 +596,25 @@ def check_target(target: np.ndarray, length: int) -> None:
         raise ValueError(f"target must be a writable float64 array of shape ({length},)")
 
 
-class ArcPartFeatures:
+class PartRanges:
+    """The part numbering of a corpus: example i has the parts ``part_ptr[i]:part_ptr[i + 1]``."""
+
+    part_ptr: np.ndarray
+
+    @property
+    def n_examples(self) -> int:
+        return self.part_ptr.shape[0] - 1
+
+    @property
+    def n_parts(self) -> int:
+        return int(self.part_ptr[-1])
+
+    def parts(self, i: int) -> tuple[int, int]:
+        """The corpus-wide part range ``(lo, hi)`` of example ``i``."""
+        return int(self.part_ptr[i]), int(self.part_ptr[i + 1])
+
+
+class ArcPartFeatures(PartRanges):
     """The arc features of an encoded corpus under an :class:`~egnlp.features.arc_featurizer.ArcFeaturizer`,
     computed one sentence at a time (see the module docstring): a
     :class:`~egnlp.training.problem.PartFeatureSet` with the parts and ids of
@@ -626,22 +644,10 @@ class ArcPartFeatures:
         self._cache: dict[int, CompiledSentence] = {}
 
     @property
-    def n_examples(self) -> int:
-        return self.part_ptr.shape[0] - 1
-
-    @property
-    def n_parts(self) -> int:
-        return int(self.part_ptr[-1])
-
-    @property
     def nbytes(self) -> int:
         """Bytes of the corpus arrays and cached sentences kept (not the id table, the featurizer's)."""
         cached = sum(_compiled_nbytes(cs) for cs in self._cache.values())
         return self.encoded.tok_ptr.nbytes + self.encoded.atoms.nbytes + self.part_ptr.nbytes + cached
-
-    def parts(self, i: int) -> tuple[int, int]:
-        """The corpus-wide part range ``(lo, hi)`` of example ``i``."""
-        return int(self.part_ptr[i]), int(self.part_ptr[i + 1])
 
     def compiled(self, i: int) -> CompiledSentence:
         """Sentence ``i`` compiled (kept until another sentence is compiled)."""

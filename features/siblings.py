@@ -38,7 +38,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from egnlp.features.arc_parts import _classes, check_target, checked_vector
+from egnlp.features.arc_parts import PartRanges, _classes, check_target, checked_vector
 from egnlp.features.arc_templates import CPOS, POS, WORD, EncodedCorpus, _key, _nonzero, dirdist_slot
 from egnlp.features.hashing import KeyTable, hash_string, table_lookup
 
@@ -313,7 +313,7 @@ class SiblingFeaturizer:
         return out
 
 
-class SiblingPartFeatures:
+class SiblingPartFeatures(PartRanges):
     """The parser's :class:`~egnlp.training.problem.PartFeatureSet` with sibling parts: the parts of a
     sentence are its sibling parts (module docstring), the features the first-order ones of the part's
     arc (``arcs``, an :class:`~egnlp.features.arc_parts.ArcPartFeatures`, ids 0..arcs.n_features - 1)
@@ -331,17 +331,6 @@ class SiblingPartFeatures:
         np.cumsum(counts, out=self.part_ptr[1:])
         self._compiled: tuple[int, CompiledSiblings] | None = None
         self._buf: np.ndarray | None = None
-
-    @property
-    def n_examples(self) -> int:
-        return self.part_ptr.shape[0] - 1
-
-    @property
-    def n_parts(self) -> int:
-        return int(self.part_ptr[-1])
-
-    def parts(self, i: int) -> tuple[int, int]:
-        return int(self.part_ptr[i]), int(self.part_ptr[i + 1])
 
     def compiled(self, i: int) -> CompiledSiblings:
         if self._compiled is None or self._compiled[0] != i:
@@ -363,10 +352,9 @@ class SiblingPartFeatures:
         for i in self._examples(lo, hi):
             a, b = self.parts(i)
             alo, ahi = self.arcs.parts(i)
-            size = int(round((ahi - alo) ** 0.5))
-            arc = self.arcs.scores(alo, ahi, w[:self.n_arc_features]).reshape(size, size)
             cs = self.compiled(i)
-            _scores(size, arc, cs.row_ids, cs.part_class, cs.class_ids, w[self.n_arc_features:], out[a - lo:b - lo])
+            arc = self.arcs.scores(alo, ahi, w[:self.n_arc_features]).reshape(cs.size, cs.size)
+            _scores(cs.size, arc, cs.row_ids, cs.part_class, cs.class_ids, w[self.n_arc_features:], out[a - lo:b - lo])
         return out
 
     def _folded(self, i: int, coef: np.ndarray):
