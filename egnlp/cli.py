@@ -104,7 +104,7 @@ def data_list() -> None:
 @data_app.command("export")
 def data_export(name: str = typer.Argument(..., metavar="NAME", help="Data set name (see 'egnlp data list').",
                                            autocompletion=dataset_names),
-                split: Split = typer.Argument(..., metavar="SPLIT", help="The split to write."),
+                split: Split = typer.Argument(..., metavar="SPLIT", help="The split to write: train|dev|test."),
                 out: TextOut = "-",
                 quiet: QuietOption = False) -> None:
     """Write one split of a data set as a CoNLL file."""

@@ -126,6 +126,13 @@ def commands(group: typer.core.TyperGroup, path: tuple[str, ...] = ()):
 ALL_COMMANDS = list(commands(typer.main.get_command(app)))
 
 
+def choices_of(param) -> list[str]:
+    """The values a parameter offers: a click Choice's (typer up to 0.28), or typer 0.29's descriptor's."""
+    descriptor = getattr(param, "type_descriptor", None)
+    choices = descriptor.choices if descriptor is not None else getattr(param.type, "choices", None)
+    return [getattr(c, "value", c) for c in choices or ()]
+
+
 def flat(text: str) -> str:
     """The text without whitespace: help is wrapped at spaces and after hyphens."""
     return "".join(text.split())
@@ -147,9 +154,9 @@ def test_help_shows_every_default_choice_and_whole_help_text(path: tuple[str, ..
             continue
         if param.help:
             assert flat(param.help) in shown, f"{path} {param.name}: help text not shown whole"
-        choices = param.type_descriptor.choices
+        choices = choices_of(param)
         if choices:
-            assert "|".join(c.value for c in choices) in shown, f"{path} {param.name}: choices not shown"
+            assert "|".join(choices) in shown, f"{path} {param.name}: choices not shown"
         if isinstance(param, typer.core.TyperArgument) or param.required:
             continue
         plain_flag = param.is_flag and not param.secondary_opts and not param.default
