@@ -12,7 +12,8 @@ objectives stay convex and finite, only no projective tree reaches them.
 The features are any part feature set with those parts: the ids computed one
 sentence at a time (:class:`egnlp.features.arc_parts.ArcPartFeatures`, what
 training uses) or stored (:class:`egnlp.features.csr.PartFeatures`).  Per part
-the problem keeps only ``gold`` and ``loss``, one byte each.
+the problem keeps only ``gold`` and ``loss``, one byte each (the second-order
+problem not even those: it makes them a sentence at a time).
 """
 
 from __future__ import annotations
@@ -59,19 +60,27 @@ class ParsingProblem:
             raise ValueError("one gold tree per sentence is needed")
         self.features = features
         self.sizes = np.zeros(features.n_examples, dtype=np.int64)
-        self.gold = np.zeros(features.n_parts, dtype=np.uint8)
-        self.loss = np.zeros(features.n_parts, dtype=np.uint8)
+        checked = []
         for i, heads in enumerate(heads_list):
             lo, hi = features.parts(i)
             size = len(heads) + 1
             if self._n_parts(size) != hi - lo:
                 raise ValueError(f"sentence {i}: {len(heads)} heads for {hi - lo} {self.PART_KIND} parts")
             self.sizes[i] = size
-            self._set_gold_and_loss(self.gold[lo:hi], self.loss[lo:hi], _checked_heads(i, heads), size)
+            checked.append(_checked_heads(i, heads))
+        self._keep_gold(checked)
 
     @staticmethod
     def _n_parts(size: int) -> int:
         return size * size
+
+    def _keep_gold(self, heads_list: list[np.ndarray]) -> None:
+        """Set ``gold`` and ``loss`` from the checked gold heads of every sentence."""
+        self.gold = np.zeros(self.features.n_parts, dtype=np.uint8)
+        self.loss = np.zeros(self.features.n_parts, dtype=np.uint8)
+        for i, heads in enumerate(heads_list):
+            lo, hi = self.features.parts(i)
+            self._set_gold_and_loss(self.gold[lo:hi], self.loss[lo:hi], heads, int(self.sizes[i]))
 
     @staticmethod
     def _set_gold_and_loss(gold: np.ndarray, loss: np.ndarray, heads: np.ndarray, size: int) -> None:
@@ -113,6 +122,65 @@ def sibling_loss(heads, size: int) -> np.ndarray:
     return np.repeat(wrong[valid], np.abs(h - m)[valid])
 
 
+class SentenceParts:
+    """A read-only uint8 vector over every part of a corpus, computed a sentence at a time: ``fill(i)``
+    gives sentence i's values (``part_ptr[i + 1] - part_ptr[i]`` of them).  For per-part values that grow
+    with the cube of the sentence length (sibling parts: 42 M on es, 85 MB as two stored byte
+    vectors), which the trainers read one sentence (a slice) at a time.  A slice gives an array (the
+    last sentence's values are kept for the next read); anything else, or NumPy's ``np.asarray``,
+    computes the whole vector."""
+
+    dtype = np.dtype(np.uint8)
+    ndim = 1
+
+    def __init__(self, part_ptr: np.ndarray, fill):
+        self.part_ptr = part_ptr
+        self._fill = fill
+        self._last: tuple[int, np.ndarray] | None = None
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (int(self.part_ptr[-1]),)
+
+    @property
+    def size(self) -> int:
+        return int(self.part_ptr[-1])
+
+    def __len__(self) -> int:
+        return self.size
+
+    def _sentence(self, i: int) -> np.ndarray:
+        if self._last is None or self._last[0] != i:
+            values = self._fill(i)
+            values.flags.writeable = False
+            self._last = (i, values)
+        return self._last[1]
+
+    def __getitem__(self, key):
+        if not isinstance(key, slice):
+            return np.asarray(self)[key]
+        lo, hi, step = key.indices(self.size)
+        if step != 1:
+            return np.asarray(self)[key]
+        if lo >= hi:
+            return np.zeros(0, dtype=np.uint8)
+        ptr = self.part_ptr
+        i = int(np.searchsorted(ptr, lo, side="right")) - 1
+        pieces = []
+        while i < ptr.shape[0] - 1 and ptr[i] < hi:
+            a, b = int(ptr[i]), int(ptr[i + 1])
+            if b > a:
+                pieces.append(self._sentence(i)[max(lo, a) - a:min(hi, b) - a])
+            i += 1
+        return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+
+    def __array__(self, dtype=None, copy=None):
+        out = np.empty(self.size, dtype=np.uint8)
+        for i in range(self.part_ptr.shape[0] - 1):
+            out[self.part_ptr[i]:self.part_ptr[i + 1]] = self._fill(i)
+        return out if dtype is None else out.astype(dtype)
+
+
 class SiblingParsingProblem(ParsingProblem):
     """Second-order (sibling) projective parsing of a corpus (McDonald and Pereira 2006): the parts of a
     sentence are its sibling parts (h, s, m) in the layout of :mod:`egnlp.parser.eisner2`, their features
@@ -120,7 +188,8 @@ class SiblingParsingProblem(ParsingProblem):
     the sibling templates), the oracles the second-order Eisner algorithms in the projective space
     with root constraint ``root``.  ``gold`` marks the part each word's gold arc uses (non-projective gold
     trees included, as :class:`ParsingProblem` keeps them); ``loss`` is the Hamming loss of the part's arc,
-    so a tree's loss is its number of wrong heads, as in the first-order problem."""
+    so a tree's loss is its number of wrong heads, as in the first-order problem.  Both are
+    :class:`SentenceParts`, made from the gold heads a sentence at a time: nothing is stored per part."""
 
     PART_KIND = "sibling"
 
@@ -129,10 +198,19 @@ class SiblingParsingProblem(ParsingProblem):
 
     _n_parts = staticmethod(n_sibling_parts)
 
-    @staticmethod
-    def _set_gold_and_loss(gold: np.ndarray, loss: np.ndarray, heads: np.ndarray, size: int) -> None:
-        gold[tree_parts(np.concatenate([[-1], heads]))] = 1
-        loss[:] = sibling_loss(heads, size)
+    def _keep_gold(self, heads_list: list[np.ndarray]) -> None:
+        # the cube-sized per-part vectors are made a sentence at a time, when a trainer reads them
+        self._heads = heads_list
+        self.gold = SentenceParts(self.features.part_ptr, self._gold_of)
+        self.loss = SentenceParts(self.features.part_ptr, self._loss_of)
+
+    def _gold_of(self, i: int) -> np.ndarray:
+        gold = np.zeros(n_sibling_parts(int(self.sizes[i])), dtype=np.uint8)
+        gold[tree_parts(np.concatenate([[-1], self._heads[i]]))] = 1
+        return gold
+
+    def _loss_of(self, i: int) -> np.ndarray:
+        return sibling_loss(self._heads[i], int(self.sizes[i]))
 
     def marginals(self, i: int, theta: np.ndarray) -> tuple[float, np.ndarray]:
         return sibling_marginals(np.asarray(theta, dtype=np.float64), int(self.sizes[i]), self.root)

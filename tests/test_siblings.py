@@ -131,6 +131,30 @@ def test_gold_and_loss_count_words_and_wrong_heads(es_train):
     np.testing.assert_array_equal(sibling_loss([2, 0], 3), [1, 0, 0, 1, 0])
 
 
+def test_gold_and_loss_are_made_a_sentence_at_a_time(es_train):
+    """The second-order problem stores nothing per part: any slice of its gold and loss (whole sentences,
+    parts of one, across several, empty) equals the same slice of the whole vectors made sentence by
+    sentence from the heads; a sentence's values are read-only."""
+    sentences = es_train[:6]
+    _, problem, _ = _problem(sentences)
+    pf = problem.features
+    gold = np.concatenate([sibling_indicator([-1, *s.heads]).astype(np.uint8) for s in sentences])
+    loss = np.concatenate([sibling_loss(s.heads, len(s) + 1) for s in sentences])
+    np.testing.assert_array_equal(np.asarray(problem.gold), gold)
+    np.testing.assert_array_equal(np.asarray(problem.loss), loss)
+    n = pf.n_parts
+    assert problem.loss.shape == (n,) and problem.loss.dtype == np.uint8 and len(problem.gold) == n
+    cuts = [(0, n), pf.parts(2), (5, 17), (pf.parts(1)[0] - 3, pf.parts(3)[1] + 2), (n - 1, n), (7, 7), (n, n + 5)]
+    for a, b in cuts + [(pf.parts(4)[0], pf.parts(4)[1]), (0, pf.parts(0)[1])]:
+        np.testing.assert_array_equal(problem.loss[a:b], loss[a:b])
+        np.testing.assert_array_equal(problem.gold[a:b], gold[a:b])
+    np.testing.assert_array_equal(problem.loss[::7], loss[::7])
+    lo, hi = pf.parts(3)
+    with pytest.raises(ValueError, match="read-only"):
+        problem.loss[lo:hi][0] = 1
+    assert float(np.ones(n) @ problem.loss) == loss.sum()
+
+
 LL_C = 10.0
 
 
