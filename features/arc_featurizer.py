@@ -62,10 +62,9 @@ class KeyLookup(NamedTuple):
 
 
 class ArcWeights(NamedTuple):
-    """The weight vector in the two layouts the direct scorer reads."""
+    """The weight vector the direct scorer reads."""
 
-    w: np.ndarray  # (n_features,) float64: read in hash mode
-    slot_w: np.ndarray  # (n_keys, N_SLOTS) float64, ArcFeaturizer.slot_weights(w): read in alphabet mode
+    w: np.ndarray  # (n_features,) float64
 
 
 @njit(cache=True)
@@ -117,20 +116,32 @@ def build_id_table(keys: np.ndarray, codes: np.ndarray, rows: np.ndarray | None 
 
 
 @njit(cache=True)
-def _fill_id_table(keys, codes, rows, table):
-    first = np.zeros(keys.shape[0], dtype=np.int64)
-    mask = np.zeros(keys.shape[0], dtype=np.int64)
+def packed_rows(n_keys, codes):
+    """Each alphabet row's ids packed as (first id << 16) | mask (the layout of the id tables above;
+    -1 for a row without features), from the sorted ``codes``."""
+    first = np.zeros(n_keys, dtype=np.int64)
+    mask = np.zeros(n_keys, dtype=np.int64)
     for i in range(codes.shape[0] - 1, -1, -1):
         row = codes[i] // N_SLOTS
         first[row] = i
         mask[row] |= 1 << (codes[i] % N_SLOTS)
+    out = np.full(n_keys, -1, dtype=np.int64)
+    for row in range(n_keys):
+        if mask[row] != 0:
+            out[row] = (first[row] << 16) | mask[row]
+    return out
+
+
+@njit(cache=True)
+def _fill_id_table(keys, codes, rows, table):
+    packed = packed_rows(keys.shape[0], codes)
     wrap = np.uint64(table.shape[0] - 1)
     for row in rows:
         slot = combine(keys[row], 0) & wrap
         while table[slot, 0] != 0:
             slot = (slot + np.uint64(1)) & wrap
         table[slot, 0] = keys[row]
-        table[slot, 1] = (np.uint64(first[row]) << np.uint64(16)) | np.uint64(mask[row])
+        table[slot, 1] = np.uint64(packed[row])
 
 
 @njit(cache=True)
@@ -234,7 +245,8 @@ def _extract(tok_ptr, atoms, flags, lookup, feat_ptr, feat_ids):
 
 @njit(cache=True)
 def _lookup_rows(lookup, keys, lo, hi, rows):
-    """rows[j] = the alphabet row of keys[j] (-1: absent) for lo <= j < hi, through ``lookup``.
+    """rows[j] = the value of keys[j] in ``lookup``'s table (-1: absent) for lo <= j < hi: its alphabet row,
+    or its packed ids in the scorer's lookup.
 
     The lookups of many keys are issued in one loop, apart from the weight
     reads that depend on them, so the processor overlaps their cache misses:
@@ -256,23 +268,26 @@ def _lookup_rows(lookup, keys, lo, hi, rows):
 def _add_slot_weights(keys, c, lookup, weights, rows, acc):
     """acc[s] += the weights of keys[:c] in slot s, for s = 0 (alone) .. 15 (with direction/distance).
 
-    ``acc`` (N_SLOTS,) float64; ``lookup``: a :class:`KeyLookup`; ``weights``:
-    an :class:`ArcWeights`; ``rows`` (at least c,) int64 receives the keys'
-    alphabet rows (alphabet mode only).
+    ``acc`` (N_SLOTS,) float64; ``lookup``: the scorer's :class:`KeyLookup`
+    (:meth:`ArcFeaturizer.score_lookup`); ``weights``: an :class:`ArcWeights`;
+    ``rows`` (at least c,) int64 receives the keys' packed ids (alphabet mode only).
     """
     hash_bits = lookup.hash_bits
+    w = weights.w
     if hash_bits > 0:
-        w = weights.w
         for j in range(c):
             for slot in range(N_SLOTS):
                 acc[slot] += w[_hashed_id(keys[j], slot, hash_bits)]
         return
     _lookup_rows(lookup, keys, 0, c, rows)
-    slot_w = weights.slot_w
     for j in range(c):
-        if rows[j] >= 0:
+        packed = rows[j]
+        if packed >= 0:
+            fid = packed >> 16  # a key's ids are consecutive, in slot order
             for slot in range(N_SLOTS):
-                acc[slot] += slot_w[rows[j], slot]
+                if (packed >> slot) & 1:
+                    acc[slot] += w[fid]
+                    fid += 1
 
 
 @njit(cache=True)
@@ -309,17 +324,16 @@ def _arc_scores(sentence, flags, lookup, weights, out):
 
     ``sentence``: a :class:`SentenceAtoms`; ``lookup``: a :class:`KeyLookup`;
     ``weights``: an :class:`ArcWeights`; ``out`` (n+1, n+1) float64.
-    Alphabet mode reads ``weights.slot_w`` (:meth:`ArcFeaturizer.slot_weights`):
-    one row of 16 weights per template key, so a key costs one table lookup
-    and one row instead of a lookup, an id row and two scattered weights.
-    Hash mode reads ``weights.w``.  Templates of the head alone, of the
+    ``lookup`` gives each key its packed ids (:meth:`ArcFeaturizer.score_lookup`):
+    a key's ids are consecutive, so a key costs one table lookup and its
+    weights sit side by side in ``weights.w``.  Templates of the head alone, of the
     modifier alone and the bias are summed once per token and slot, not once
     per arc.  Local tag numbers are < 2^20, so sentences may have up to a
     million tokens.
     """
     atoms, base, n = sentence.atoms, sentence.base, sentence.n
     hash_bits = lookup.hash_bits
-    w, slot_w = weights.w, weights.slot_w
+    w = weights.w
     keys = np.empty(_N_FIXED * (n + 1), dtype=np.uint64)  # the pair keys of all arcs from one head
     rows = np.empty(keys.shape[0], dtype=np.int64)
     head = np.zeros((n + 1, N_SLOTS))
@@ -364,7 +378,8 @@ def _arc_scores(sentence, flags, lookup, weights, out):
                 if hash_bits > 0:
                     acc += w[_hashed_id(keys[j], 0, hash_bits)] + w[_hashed_id(keys[j], slot, hash_bits)]
                 elif rows[j] >= 0:
-                    acc += slot_w[rows[j], 0] + slot_w[rows[j], slot]
+                    i0, i1 = slot_id(rows[j], 0), slot_id(rows[j], slot)
+                    acc += (w[i0] if i0 >= 0 else 0.0) + (w[i1] if i1 >= 0 else 0.0)
             for j in range(2):
                 local = local_ids[j]
                 for b in range(min(h, m) + 1, max(h, m)):
@@ -382,7 +397,8 @@ def _arc_scores(sentence, flags, lookup, weights, out):
                         key = memo_key[i]
                         acc += w[_hashed_id(key, 0, hash_bits)] + w[_hashed_id(key, slot, hash_bits)]
                     elif memo_row[i] >= 0:
-                        acc += slot_w[memo_row[i], 0] + slot_w[memo_row[i], slot]
+                        i0, i1 = slot_id(memo_row[i], 0), slot_id(memo_row[i], slot)
+                        acc += (w[i0] if i0 >= 0 else 0.0) + (w[i1] if i1 >= 0 else 0.0)
             out[h, m] = acc
 
 
@@ -480,6 +496,7 @@ class ArcFeaturizer:
         self._table: KeyTable | None = None
         self._idmap: np.ndarray | None = None
         self._id_tables: weakref.ref | None = None
+        self._score_lookup: KeyLookup | None = None
         self._tag_rows: np.ndarray | None = None  # set by fit: the rows of the keys of tag templates
 
     def __getstate__(self) -> dict:
@@ -488,6 +505,7 @@ class ArcFeaturizer:
         its own tables when it needs them)."""
         state = dict(self.__dict__)
         state["_id_tables"] = None
+        state["_score_lookup"] = None
         return state
 
     @property
@@ -545,11 +563,10 @@ class ArcFeaturizer:
     def encode(self, sentences) -> EncodedCorpus:
         return encode(sentences, self.hasher, self.tags)
 
-    def _key_lookup(self, ids: bool = True) -> KeyLookup:
-        """The alphabet or hash state the kernels read; without ``ids`` an empty ``idmap`` (the scorer
-        reads each key's weights from :meth:`slot_weights`, so parsing does not build it)."""
+    def _key_lookup(self) -> KeyLookup:
+        """The alphabet (key -> row, and each row's ids) or hash state the CSR extraction reads."""
         cache_keys, cache_vals = self._cache
-        idmap = self.idmap if ids and self.mode == "alphabet" else _NO_IDMAP
+        idmap = self.idmap if self.mode == "alphabet" else _NO_IDMAP
         return KeyLookup(self.table.table_keys, self.table.table_vals, idmap, self.hash_bits,
                          cache_keys, cache_vals)
 
@@ -563,35 +580,35 @@ class ArcFeaturizer:
         used = _extract(encoded.tok_ptr, encoded.atoms, self.flags, self._key_lookup(), feat_ptr, feat_ids)
         return PartFeatures(part_ptr, feat_ptr, feat_ids[:used].copy(), self.n_features)
 
-    def slot_weights(self, w: np.ndarray) -> np.ndarray:
-        """``w`` laid out as one row of ``N_SLOTS`` weights per template key (0 where no feature).
+    def score_lookup(self) -> KeyLookup:
+        """The direct scorer's lookup (built once): the alphabet's key table, its values the keys'
+        packed ids (:func:`packed_rows`) instead of their rows, behind a cache of its own.  A key's
+        weights are then read from the weight vector itself, where its ids sit side by side: no
+        table of 16 weights per key (on es 100 MB, built at every model load)."""
+        if self._score_lookup is None:
+            cache_keys, cache_vals = new_cache()
+            if self.mode == "alphabet":
+                table = self.table
+                packed = packed_rows(self.keys.size, self.codes)
+                vals = np.full(table.table_keys.shape[0], -1, dtype=np.int64)
+                used = table.table_keys != 0
+                vals[used] = packed[table.table_vals[used]]
+                self._score_lookup = KeyLookup(table.table_keys, vals, _NO_IDMAP, 0, cache_keys, cache_vals)
+            else:
+                empty_keys, empty_vals = np.zeros(16, dtype=np.uint64), np.zeros(16, dtype=np.int64)
+                self._score_lookup = KeyLookup(empty_keys, empty_vals, _NO_IDMAP, self.hash_bits, cache_keys,
+                                               cache_vals)
+        return self._score_lookup
 
-        Alphabet mode only (hash mode returns an empty array): :meth:`arc_scores`
-        reads a key's weights from one row instead of through ``idmap``.
-        """
+    def arc_scores(self, encoded: EncodedCorpus, s: int, w: np.ndarray) -> np.ndarray:
+        """Arc scores ``w . phi(h, m)`` of sentence ``s``, shape (n+1, n+1), without storing ids."""
         w = np.ascontiguousarray(w, dtype=np.float64)
         if w.shape != (self.n_features,):
             raise ValueError(f"{w.shape[0]} weights for {self.n_features} features")
-        if self.mode == "hash":
-            return np.zeros((0, N_SLOTS))
-        out = np.zeros((self.keys.size, N_SLOTS))
-        out.reshape(-1)[self.codes] = w
-        return out
-
-    def arc_scores(self, encoded: EncodedCorpus, s: int, w: np.ndarray,
-                   slot_w: np.ndarray | None = None) -> np.ndarray:
-        """Arc scores ``w . phi(h, m)`` of sentence ``s``, shape (n+1, n+1), without storing ids.
-
-        Pass ``slot_w = self.slot_weights(w)`` when scoring many sentences with
-        the same ``w``; it is computed here otherwise.
-        """
-        w = np.ascontiguousarray(w, dtype=np.float64)
-        if slot_w is None:
-            slot_w = self.slot_weights(w)
         n = encoded.length(s)
         out = np.empty((n + 1, n + 1))
-        _arc_scores(SentenceAtoms(encoded.atoms, encoded.tok_ptr[s], n), self.flags, self._key_lookup(ids=False),
-                    ArcWeights(w, slot_w), out)
+        _arc_scores(SentenceAtoms(encoded.atoms, encoded.tok_ptr[s], n), self.flags, self.score_lookup(),
+                    ArcWeights(w), out)
         return out
 
     def config(self) -> dict:

@@ -94,7 +94,6 @@ class Parser(NLTKBase):
         self.info = dict(info or {})
         self.labeler = labeler
         self.tagger = tagger
-        self._slot_w: np.ndarray | None = None
 
     @property
     def tree(self) -> str:
@@ -110,23 +109,16 @@ class Parser(NLTKBase):
         """The feature weights (read-only: a parser with other weights is a new ``Parser``)."""
         return self._weights
 
-    def _slot_weights(self) -> np.ndarray:
-        # The weights in the scorer's layout, built on the first parse (read-only weights keep it valid).
-        if self._slot_w is None:
-            self._slot_w = self.featurizer.slot_weights(self.weights[:self.featurizer.n_features])
-        return self._slot_w
-
     def predict_heads(self, sentences: Sequence[Sentence]) -> list[list[int]]:
         """The best tree of each sentence as heads of words 1..n (0 = root)."""
         return self._heads(self.featurizer.encode(sentences))
 
     def _heads(self, encoded: EncodedCorpus) -> list[list[int]]:
-        slot_w = self._slot_weights()
         n_arc = self.featurizer.n_features
         arc_w, sib_w = self.weights[:n_arc], self.weights[n_arc:]
         out = []
         for s in range(len(encoded)):
-            arc = self.featurizer.arc_scores(encoded, s, arc_w, slot_w)
+            arc = self.featurizer.arc_scores(encoded, s, arc_w)
             if self.siblings is None:
                 heads = self.space.argmax(arc, root=self.root)
             else:
@@ -141,7 +133,7 @@ class Parser(NLTKBase):
 
         ``jobs`` processes (None: every core) parse blocks of the sentences; the result is the same for any.
         """
-        self._slot_weights()  # built once, before any worker starts
+        self.featurizer.score_lookup()  # built once, before any worker starts
         results = map_blocks(_predict_block, self, sentences, jobs)
         heads = [h for h, _ in results]
         return heads, [labels for _, labels in results] if self.labeler is not None else None
