@@ -54,7 +54,7 @@ class KeyLookup(NamedTuple):
     """
 
     table_keys: np.ndarray  # (capacity,) uint64, 0 in empty slots
-    table_vals: np.ndarray  # (capacity,) int64: the row of each key
+    table_vals: np.ndarray  # (capacity,) int64: the row of each key (the scorer's: its packed ids)
     idmap: np.ndarray  # (n_keys, N_SLOTS) int32
     hash_bits: int  # 0 in alphabet mode
     cache_keys: np.ndarray  # (CACHE_SIZE,) uint64
