@@ -675,11 +675,19 @@ def model_info_command(
 
 
 def main() -> None:
+    """The ``egnlp`` program: the commands, then the end of the process."""
     try:
         app()
     except KeyboardInterrupt:  # Ctrl-C outside a command (the commands end it themselves): one line, no traceback
         typer.echo("interrupted", err=True)
         sys.exit(130)
+    finally:
+        # The process ends here, and the command has closed its files. The interpreter's last garbage collection
+        # would take apart every cycle of Numba's and LLVM's objects one by one (0.2 s after a parse of one
+        # sentence); frozen, they are left to the operating system with the rest of the memory.
+        import gc
+
+        gc.freeze()
 
 
 if __name__ == "__main__":
