@@ -90,7 +90,7 @@ def read_sentences(source: str, fmt: str | None = None, *, accept: tuple[str, ..
     return parse_corpus(text, name, chosen, require_heads=require_heads, invalid=invalid)
 
 
-PIECE_BYTES = 2 << 20  # a file parsed in pieces is read about this many bytes at a time
+PIECE_BYTES = 1 << 20  # a file parsed in pieces is read about this many bytes at a time
 
 
 def _pieces(source: str, piece_bytes: int, encoding: str) -> Iterator[tuple[bytes, int]]:

@@ -1,7 +1,7 @@
 """Corpus files parsed or tagged a piece at a time, on one core or several.
 
 ``parser parse`` and ``tagger tag`` (on a CoNLL or Malt-TAB file) read their
-input in pieces of about 2 MB that end at a sentence's end
+input in pieces of about 1 MB that end at a sentence's end
 (:func:`egnlp.inputs.text_pieces`), and each piece is read, decoded and
 written back as text by the same function, :func:`parse_piece` or
 :func:`tag_piece`: in this process with ``--jobs 1``, else in a pool of forked
