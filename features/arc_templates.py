@@ -98,18 +98,19 @@ def encode(sentences, hasher: StringHasher | None = None, tags: str = "both") ->
     tok_ptr = np.zeros(len(sentences) + 1, dtype=np.int64)
     np.cumsum(lengths, out=tok_ptr[1:])
     atoms = np.empty((int(tok_ptr[-1]), N_ATOMS), dtype=np.int64)
-    root = hasher(ROOT_TOKEN)
-    for s, sent in enumerate(sentences):
-        base = int(tok_ptr[s])
-        atoms[base] = root
-        rows = slice(base + 1, int(tok_ptr[s + 1]))
-        atoms[rows, WORD] = hasher.array(sent.forms)
-        atoms[rows, PREFIX] = hasher.array([f.lower()[:PREFIX_LEN] for f in sent.forms])
-        atoms[rows, POS] = hasher.array(sent.cpos if tags == "upos" else sent.pos)
-        atoms[rows, CPOS] = hasher.array([p[:1] for p in sent.pos] if tags == "xpos" else sent.cpos)
-        atoms[rows, LEMMA] = hasher.array([lemma.lower() if lemma != "_" else form.lower()[:PREFIX_LEN]
-                                           for form, lemma in zip(sent.forms, sent.lemmas)])
-        atoms[rows, FEATS] = hasher.array(sent.feats)
+    atoms[tok_ptr[:-1]] = hasher(ROOT_TOKEN)
+    words = np.ones(atoms.shape[0], dtype=bool)  # every row but the roots, one column hashed at a time
+    words[tok_ptr[:-1]] = False
+    forms = [form for sent in sentences for form in sent.forms]
+    pos = [tag for sent in sentences for tag in sent.pos]
+    cpos = [tag for sent in sentences for tag in sent.cpos]
+    atoms[words, WORD] = hasher.array(forms)
+    atoms[words, PREFIX] = hasher.array([form.lower()[:PREFIX_LEN] for form in forms])
+    atoms[words, POS] = hasher.array(cpos if tags == "upos" else pos)
+    atoms[words, CPOS] = hasher.array([tag[:1] for tag in pos] if tags == "xpos" else cpos)
+    atoms[words, LEMMA] = hasher.array([lemma.lower() if lemma != "_" else form.lower()[:PREFIX_LEN]
+                                        for sent in sentences for form, lemma in zip(sent.forms, sent.lemmas)])
+    atoms[words, FEATS] = hasher.array([feats for sent in sentences for feats in sent.feats])
     return EncodedCorpus(tok_ptr, atoms)
 
 

@@ -43,7 +43,14 @@ class StringHasher:
 
     def array(self, texts) -> np.ndarray:
         """Hash a sequence of strings into an int64 array."""
-        return np.fromiter((self(t) for t in texts), dtype=np.int64, count=len(texts))
+        cache = self._cache
+        try:  # the strings seen before, read from the dictionary without a Python call per string
+            return np.fromiter(map(cache.__getitem__, texts), dtype=np.int64, count=len(texts))
+        except KeyError:
+            for text in texts:
+                if text not in cache:
+                    cache[text] = hash_string(text)
+            return np.fromiter(map(cache.__getitem__, texts), dtype=np.int64, count=len(texts))
 
 
 @njit(cache=True)
