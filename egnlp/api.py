@@ -16,7 +16,7 @@ import numpy as np
 
 from egnlp.corpora import Sentence, guess_root
 from egnlp.features.arc_featurizer import ArcFeaturizer
-from egnlp.features.arc_parts import ArcPartFeatures
+from egnlp.features.arc_parts import ArcPartFeatures, CacheBudget
 from egnlp.features.hashing import KeyTable
 from egnlp.features.siblings import SiblingFeaturizer, SiblingPartFeatures
 from egnlp.parser.eisner2 import sibling_argmax
@@ -58,6 +58,17 @@ FEATURE_CACHE_BYTES = 1 << 30
 FEATURE_CACHE_TRAINERS = ("egr",)
 
 
+def cache_budget(trainer: str, cache_mb: float | None) -> CacheBudget:
+    """The bytes of compiled sentences a parser's training keeps for later passes: ``cache_mb`` MiB, or by
+    default :data:`FEATURE_CACHE_BYTES` for the trainers of :data:`FEATURE_CACHE_TRAINERS` and none for
+    the others.  Kept sentences are not compiled again (the model is the same bits), at that much memory."""
+    if cache_mb is None:
+        return CacheBudget(FEATURE_CACHE_BYTES if trainer in FEATURE_CACHE_TRAINERS else 0)
+    if not cache_mb >= 0:
+        raise ValueError(f"the cache size must be at least 0 MB, not {cache_mb}")
+    return CacheBudget(int(cache_mb * (1 << 20)))
+
+
 def default_patience(trainer: str) -> int | None:
     """parser train's patience for ``trainer`` when a dev set is given and no patience is."""
     return DEFAULT_PATIENCE if trainer in ONLINE_TRAINERS else None
@@ -72,12 +83,13 @@ def parser_settings(trainer: str, settings: dict, siblings: bool = False) -> dic
 
 
 def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: str, tree: str = PROJECTIVE,
-               siblings: SiblingFeaturizer | None = None):
+               siblings: SiblingFeaturizer | None = None, budget: CacheBudget | None = None):
     """A ``w -> UAS`` function over ``sentences`` (punctuation counted) in a tree space, for dev records;
-    with ``siblings``, of the second-order parser with those sibling features."""
+    with ``siblings``, of the second-order parser with those sibling features.  ``budget``: compiled
+    sentences kept between calls (none by default)."""
     argmax = tree_space(tree).argmax
     encoded = featurizer.encode(sentences)
-    pf = ArcPartFeatures(featurizer, encoded)
+    pf = ArcPartFeatures(featurizer, encoded, budget if budget is not None else 0)
     if siblings is not None:
         pf = SiblingPartFeatures(pf, siblings, encoded)
     gold = [np.asarray(s.heads) for s in sentences]
@@ -101,7 +113,7 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
 def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: str = "alphabet",
                           hash_bits: int = 22, tags: str | None = None,
                           tree: str = PROJECTIVE, featurizer: ArcFeaturizer | None = None,
-                          cache_bytes: int = 0, siblings: bool = False
+                          cache_bytes: int | CacheBudget = 0, siblings: bool = False
                           ) -> tuple[ArcFeaturizer, ParsingProblem | SiblingParsingProblem, float]:
     """Fit the arc features on ``train`` and set up its parsing problem; also the seconds it took.
 
@@ -112,8 +124,8 @@ def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: st
     read; ``tree`` (projective, non-projective) and ``root`` (single, multi) are the tree space.
     With a fitted ``featurizer`` the problem uses its features as they are (the feature settings are
     not read): one shard of a training set whose features were fitted on the whole set.
-    ``cache_bytes`` keeps compiled sentences for later passes up to that many bytes
-    (:class:`~egnlp.features.arc_parts.ArcPartFeatures`).  ``siblings`` adds sibling parts: a
+    ``cache_bytes`` keeps compiled sentences (arcs and siblings) for later passes up to that many bytes,
+    or a :class:`~egnlp.features.arc_parts.CacheBudget` shared with other part feature sets.  ``siblings`` adds sibling parts: a
     second-order :class:`~egnlp.parser.problem.SiblingParsingProblem`, projective trees only, whose
     features' ``siblings`` hold the sibling templates' alphabet, fitted on ``train``.
     """
@@ -143,7 +155,8 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
                  trainer: str = DEFAULT_PARSER_TRAINER, root: str | None = None, feature_mode: str = "alphabet",
                  hash_bits: int = 22, tags: str | None = None, tree: str = PROJECTIVE, labels: bool = True,
                  callbacks: Sequence[Callback] = (), state: dict | None = None, data: str | None = None,
-                 patience: int | None = None, siblings: bool = False, **settings) -> tuple[Parser, TrainResult]:
+                 patience: int | None = None, siblings: bool = False, cache_mb: float | None = None,
+                 **settings) -> tuple[Parser, TrainResult]:
     """Train a parser on ``train`` (sentences with heads), and its arc labeler when the
     sentences carry labels (unless ``labels`` is False): first-order (arc parts), or second-order with
     ``siblings`` (arcs and sibling parts, McDonald and Pereira 2006; projective trees only, which
@@ -158,7 +171,8 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     EG: C, max_passes, tol, seed, eta_init, order, max_seconds, anneal; see
     ``egnlp.training.registry.TRAINERS`` for the others).  C defaults to
     :data:`DEFAULT_PARSER_C` of the trainer's objective (:data:`SIBLING_PARSER_C` with ``siblings``).
-    ``state`` warm-starts the trainer.
+    ``state`` warm-starts the trainer.  ``cache_mb`` keeps that many MiB of compiled training and dev
+    sentences for later passes (:func:`cache_budget`): less time, the same model.
     The dev set, if given, is scored (UAS) after every pass.  ``patience``
     P (needs a dev set) stops the run once the dev score has not improved for
     P passes; with a patience or a ``max_seconds`` budget and a dev set, the
@@ -184,11 +198,11 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     root = root or guess_root(train)
     # the second-order model has one tree space: auto is projective there
     tree = PROJECTIVE if siblings and tree == AUTO else choose_tree([s.heads for s in train], tree)
-    cache_bytes = FEATURE_CACHE_BYTES if trainer in FEATURE_CACHE_TRAINERS else 0
+    budget = cache_budget(trainer, cache_mb)
     featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits, tags, tree,
-                                                                 cache_bytes=cache_bytes, siblings=siblings)
+                                                                 cache_bytes=budget, siblings=siblings)
     sibling_features = problem.features.siblings if siblings else None
-    dev_score = uas_scorer(featurizer, dev, root, tree, sibling_features) if dev else None
+    dev_score = uas_scorer(featurizer, dev, root, tree, sibling_features, budget) if dev else None
     result, interrupted = fit_or_best(spec.fit, problem, config=config, dev=dev_score,
                                       callbacks=(*callbacks, *([keeper] if keeper is not None else [])), state=state)
     kept = keeper.result() if keeper is not None and dev and interrupted is None else None
@@ -223,10 +237,11 @@ def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Se
                       trainer: str = DEFAULT_PARSER_TRAINER, root: str | None = None, feature_mode: str = "alphabet",
                       hash_bits: int = 22, tags: str | None = None, tree: str = PROJECTIVE, tol: float = 1e-3,
                       labels: bool = True, callbacks: Sequence[Callback] = (), on_point=None,
-                      data: str | None = None, siblings: bool = False, **settings) -> tuple[Parser, list[PathPoint]]:
+                      data: str | None = None, siblings: bool = False, cache_mb: float | None = None,
+                      **settings) -> tuple[Parser, list[PathPoint]]:
     """Train a warm-started path of C values (Collins et al. 2008, Sec. 7.1.2) and return the
-    parser of the C with the best dev UAS, with the path's points (its ``info`` as for
-    :func:`train_parser`)."""
+    parser of the C with the best dev UAS, with the path's points (its ``info`` and ``cache_mb`` as
+    for :func:`train_parser`)."""
     if not train:
         raise ValueError("no training sentences")
     if not dev:
@@ -239,10 +254,12 @@ def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Se
     root = root or guess_root(train)
     # the second-order model has one tree space: auto is projective there
     tree = PROJECTIVE if siblings and tree == AUTO else choose_tree([s.heads for s in train], tree)
+    budget = cache_budget(trainer, cache_mb)
     featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits, tags, tree,
-                                                                 siblings=siblings)
+                                                                 cache_bytes=budget, siblings=siblings)
     sibling_features = problem.features.siblings if siblings else None
-    points = regularization_path(problem, spec, list(Cs), dev=uas_scorer(featurizer, dev, root, tree, sibling_features),
+    points = regularization_path(problem, spec, list(Cs),
+                                 dev=uas_scorer(featurizer, dev, root, tree, sibling_features, budget),
                                  tol=tol,
                                  callbacks=tuple(callbacks), on_point=on_point, **settings)
     best = max(points, key=lambda p: p.dev_uas)

@@ -10,7 +10,8 @@ arcs.
 
 A sentence is compiled (:func:`_compile`) when a call first needs it and kept
 until another sentence is asked for: the scores and the sparse changes of one
-EG visit share one compilation.  With a ``cache_bytes`` budget, compiled
+EG visit share one compilation.  With a ``cache_bytes`` budget (a
+:class:`CacheBudget`, which several part feature sets may share), compiled
 sentences are also kept for later passes until the budget is spent (a
 trainer that visits every sentence several times an iteration, ``egr``, then
 compiles each once: compiling is about half the cost of a visit).  A compiled
@@ -614,15 +615,31 @@ class PartRanges:
         return int(self.part_ptr[i]), int(self.part_ptr[i + 1])
 
 
+class CacheBudget:
+    """The bytes that compiled sentences may still take, shared by the part feature sets given it
+    (the training sentences' arcs and siblings, the dev sentences'): the first to compile take it."""
+
+    def __init__(self, nbytes: int) -> None:
+        if nbytes < 0:
+            raise ValueError(f"cache_bytes must be at least 0, not {nbytes}")
+        self.room = int(nbytes)
+
+    def take(self, nbytes: int) -> bool:
+        """Spend ``nbytes`` of the budget if that many are left; whether they were."""
+        if nbytes > self.room:
+            return False
+        self.room -= nbytes
+        return True
+
+
 class ArcPartFeatures(PartRanges):
     """The arc features of an encoded corpus under an :class:`~egnlp.features.arc_featurizer.ArcFeaturizer`,
     computed one sentence at a time (see the module docstring): a
     :class:`~egnlp.training.problem.PartFeatureSet` with the parts and ids of
     :meth:`ArcFeaturizer.part_features`.  Keep the featurizer's alphabet fixed while it is used."""
 
-    def __init__(self, featurizer, encoded: EncodedCorpus, cache_bytes: int = 0):
-        if cache_bytes < 0:
-            raise ValueError(f"cache_bytes must be at least 0, not {cache_bytes}")
+    def __init__(self, featurizer, encoded: EncodedCorpus, cache_bytes: "int | CacheBudget" = 0):
+        self.budget = cache_bytes if isinstance(cache_bytes, CacheBudget) else CacheBudget(cache_bytes)
         self.encoded = encoded
         self.flags = int(featurizer.flags)
         self.hash_bits = int(featurizer.hash_bits)
@@ -640,8 +657,12 @@ class ArcPartFeatures(PartRanges):
         self._pair_ids = np.empty(0, dtype=np.int32)
         self._compiled: tuple[int, CompiledSentence] | None = None
         self._buf: np.ndarray | None = None
-        self.cache_room = int(cache_bytes)  # bytes of the budget not yet spent
         self._cache: dict[int, CompiledSentence] = {}
+
+    @property
+    def cache_room(self) -> int:
+        """Bytes of the cache budget not yet spent (by this set or those sharing its budget)."""
+        return self.budget.room
 
     @property
     def nbytes(self) -> int:
@@ -669,12 +690,11 @@ class ArcPartFeatures(PartRanges):
         n_keys, ent_ids, pair_ptr, tags, pair_block, blocks = _compile(sentence, self.flags, self.table, self.tag_table,
                                                                        self.hash_bits, self._pair_ids)
         cs = CompiledSentence(n, n_keys, ent_ids, pair_ptr, self._pair_ids, tags, pair_block, blocks)
-        if self.cache_room > 0:
+        if self.budget.room > 0:
             # its size with its own copy of the used part of the shared pair-id buffer (copied only if kept)
             size = _compiled_nbytes(cs) - cs.pair_ids.nbytes + int(pair_ptr[-1]) * cs.pair_ids.itemsize
-            if size <= self.cache_room:
+            if self.budget.take(size):
                 self._cache[i] = cs = cs._replace(pair_ids=self._pair_ids[:pair_ptr[-1]].copy())
-                self.cache_room -= size
         self._compiled = (i, cs)
         return cs
 

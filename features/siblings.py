@@ -330,11 +330,20 @@ class SiblingPartFeatures(PartRanges):
         self.part_ptr = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
         np.cumsum(counts, out=self.part_ptr[1:])
         self._compiled: tuple[int, CompiledSiblings] | None = None
+        self._cache: dict[int, CompiledSiblings] = {}
         self._buf: np.ndarray | None = None
 
     def compiled(self, i: int) -> CompiledSiblings:
+        """Sentence ``i``'s sibling ids, kept for later passes while the arcs' cache budget
+        (``arcs.budget``, :class:`~egnlp.features.arc_parts.CacheBudget`) has room."""
         if self._compiled is None or self._compiled[0] != i:
-            self._compiled = (i, self.siblings.compile(self.encoded, i))
+            cs = self._cache.get(i)
+            if cs is None:
+                cs = self.siblings.compile(self.encoded, i)
+                if self.arcs.budget.room > 0 and self.arcs.budget.take(cs.row_ids.nbytes + cs.part_class.nbytes
+                                                                       + cs.class_ids.nbytes):
+                    self._cache[i] = cs
+            self._compiled = (i, cs)
         return self._compiled[1]
 
     def _examples(self, lo: int, hi: int) -> range:

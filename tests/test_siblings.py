@@ -12,6 +12,7 @@ from scipy.optimize import minimize
 
 from egnlp.api import build_parsing_problem, train_parser
 from egnlp.corpora import load_dataset, read_conll, write_conll
+from egnlp.features.arc_parts import CacheBudget
 from egnlp.features.arc_templates import CPOS, POS, WORD, _key, dirdist_slot
 from egnlp.features.siblings import _NONE, _T0, SiblingFeaturizer
 from egnlp.parser.eisner2 import n_sibling_parts, sibling_argmax, sibling_indicator, sibling_offsets, tree_parts
@@ -185,6 +186,31 @@ def test_max_margin_trainers_agree_and_close_the_gap(es_train):
     assert primals["bcfw"] == pytest.approx(primals["eg-mm"], rel=2e-3)
 
 
+def test_a_shared_cache_budget_keeps_sentences_and_changes_nothing(es_train):
+    """Arc and sibling compilations kept under one budget give the scores of sentences compiled afresh, the
+    budget is spent and never overdrawn, and parsers trained with a cache (of the training and the dev
+    sentences) are the same bits as those trained without."""
+    sentences = es_train[:30]
+    _, plain, _ = _problem(sentences)
+    budget = CacheBudget(3_000_000)
+    _, cached, _ = build_parsing_problem(sentences, "single", siblings=True, cache_bytes=budget)
+    rng = np.random.default_rng(5)
+    w = rng.normal(size=plain.features.n_features)
+    for i in [*range(30), *rng.permutation(30)]:  # two passes: the second reads what the first kept
+        lo, hi = plain.features.parts(int(i))
+        np.testing.assert_array_equal(cached.features.scores(lo, hi, w), plain.features.scores(lo, hi, w))
+    assert 0 < len(cached.features._cache) < 30 and 0 < len(cached.features.arcs._cache) < 30
+    assert 0 <= budget.room < 3_000_000 and cached.features.arcs.cache_room == budget.room
+    dev = load_dataset("es", "dev")[:20]
+    for siblings in (False, True):
+        a, _ = train_parser(es_train[:60], dev, root="single", siblings=siblings, max_passes=3, labels=False)
+        b, _ = train_parser(es_train[:60], dev, root="single", siblings=siblings, max_passes=3, labels=False,
+                            cache_mb=64)
+        np.testing.assert_array_equal(a.weights, b.weights)
+    with pytest.raises(ValueError, match="at least 0"):
+        train_parser(es_train[:5], root="single", cache_mb=-1)
+
+
 def test_second_order_parser_saves_loads_and_parses_the_same(es_train, tmp_path):
     dev = load_dataset("es", "dev")[:40]
     parser, result = train_parser(es_train[:150], dev, root="single", siblings=True, max_passes=4)
@@ -236,4 +262,9 @@ def test_cli_trains_and_parses_with_siblings(tmp_path, es_train):
     line = error_line(run("parser", "train", "--train", train, "--siblings", "--tree", "non-projective",
                           "-o", tmp_path / "x.npz"))
     assert "projective trees only" in line
+    assert not (tmp_path / "x.npz").exists()
+    assert "--cache-mb must be at least 0" in error_line(run("parser", "train", "--train", train, "--cache-mb", "-1",
+                                                             "-o", tmp_path / "x.npz"))
+    assert "--cache-mb goes with training on one machine" in error_line(
+        run("parser", "train", "--train", train, "--cache-mb", "10", "--dask", "local", "-o", tmp_path / "x.npz"))
     assert not (tmp_path / "x.npz").exists()
