@@ -15,6 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from egnlp.corpora import Sentence, guess_root
+from egnlp.corpora.blocks import map_blocks, resolve_jobs
 from egnlp.features.arc_featurizer import ArcFeaturizer
 from egnlp.features.arc_parts import ArcPartFeatures, CacheBudget
 from egnlp.features.hashing import KeyTable
@@ -82,11 +83,27 @@ def parser_settings(trainer: str, settings: dict, siblings: bool = False) -> dic
     return {"C": default_c, **DEFAULT_PARSER_SETTINGS.get(trainer, {}), **settings}
 
 
+def _dev_correct(job: tuple, block: Sequence[int]) -> list[int]:
+    """The number of words with the right head in each dev sentence of ``block`` (``job``: see uas_scorer)."""
+    pf, gold, argmax, root, second_order, w = job
+    out = []
+    for s in block:
+        lo, hi = pf.parts(s)
+        k = len(gold[s]) + 1
+        if second_order:
+            heads = sibling_argmax(pf.scores(lo, hi, w), k, root)
+        else:
+            heads = argmax(pf.scores(lo, hi, w).reshape(k, k), root=root)
+        out.append(int((heads[1:] == gold[s]).sum()))
+    return out
+
+
 def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: str, tree: str = PROJECTIVE,
-               siblings: SiblingFeaturizer | None = None, budget: CacheBudget | None = None):
+               siblings: SiblingFeaturizer | None = None, budget: CacheBudget | None = None, jobs: int = 1):
     """A ``w -> UAS`` function over ``sentences`` (punctuation counted) in a tree space, for dev records;
     with ``siblings``, of the second-order parser with those sibling features.  ``budget``: compiled
-    sentences kept between calls (none by default)."""
+    sentences kept between calls (none by default); ``jobs``: processes that decode the sentences
+    (:func:`~egnlp.corpora.blocks.map_blocks`; the score is the same for any number)."""
     argmax = tree_space(tree).argmax
     encoded = featurizer.encode(sentences)
     pf = ArcPartFeatures(featurizer, encoded, budget if budget is not None else 0)
@@ -96,16 +113,8 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
     total = sum(len(g) for g in gold)
 
     def score(w: np.ndarray) -> float:
-        correct = 0
-        for s, g in enumerate(gold):
-            lo, hi = pf.parts(s)
-            k = len(g) + 1
-            if siblings is None:
-                heads = argmax(pf.scores(lo, hi, w).reshape(k, k), root=root)
-            else:
-                heads = sibling_argmax(pf.scores(lo, hi, w), k, root)
-            correct += int((heads[1:] == g).sum())
-        return 100.0 * correct / max(total, 1)
+        correct = map_blocks(_dev_correct, (pf, gold, argmax, root, siblings is not None, w), range(len(gold)), jobs)
+        return 100.0 * sum(correct) / max(total, 1)
 
     return score
 
@@ -156,7 +165,7 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
                  hash_bits: int = 22, tags: str | None = None, tree: str = PROJECTIVE, labels: bool = True,
                  callbacks: Sequence[Callback] = (), state: dict | None = None, data: str | None = None,
                  patience: int | None = None, siblings: bool = False, cache_mb: float | None = None,
-                 **settings) -> tuple[Parser, TrainResult]:
+                 jobs: int | None = 1, **settings) -> tuple[Parser, TrainResult]:
     """Train a parser on ``train`` (sentences with heads), and its arc labeler when the
     sentences carry labels (unless ``labels`` is False): first-order (arc parts), or second-order with
     ``siblings`` (arcs and sibling parts, McDonald and Pereira 2006; projective trees only, which
@@ -172,7 +181,10 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     ``egnlp.training.registry.TRAINERS`` for the others).  C defaults to
     :data:`DEFAULT_PARSER_C` of the trainer's objective (:data:`SIBLING_PARSER_C` with ``siblings``).
     ``state`` warm-starts the trainer.  ``cache_mb`` keeps that many MiB of compiled training and dev
-    sentences for later passes (:func:`cache_budget`): less time, the same model.
+    sentences for later passes (:func:`cache_budget`): less time, the same model.  ``jobs`` processes
+    (None: every core) decode the dev set after each pass and compute the trainer's evaluation passes
+    (primal, dual, gaps: :func:`~egnlp.training.problem.loss_augmented_examples`): the same records and
+    model for any number.
     The dev set, if given, is scored (UAS) after every pass.  ``patience``
     P (needs a dev set) stops the run once the dev score has not improved for
     P passes; with a patience or a ``max_seconds`` budget and a dev set, the
@@ -199,10 +211,12 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     # the second-order model has one tree space: auto is projective there
     tree = PROJECTIVE if siblings and tree == AUTO else choose_tree([s.heads for s in train], tree)
     budget = cache_budget(trainer, cache_mb)
+    jobs = resolve_jobs(jobs)
     featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits, tags, tree,
                                                                  cache_bytes=budget, siblings=siblings)
+    problem.jobs = jobs
     sibling_features = problem.features.siblings if siblings else None
-    dev_score = uas_scorer(featurizer, dev, root, tree, sibling_features, budget) if dev else None
+    dev_score = uas_scorer(featurizer, dev, root, tree, sibling_features, budget, jobs) if dev else None
     result, interrupted = fit_or_best(spec.fit, problem, config=config, dev=dev_score,
                                       callbacks=(*callbacks, *([keeper] if keeper is not None else [])), state=state)
     kept = keeper.result() if keeper is not None and dev and interrupted is None else None
@@ -238,10 +252,10 @@ def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Se
                       hash_bits: int = 22, tags: str | None = None, tree: str = PROJECTIVE, tol: float = 1e-3,
                       labels: bool = True, callbacks: Sequence[Callback] = (), on_point=None,
                       data: str | None = None, siblings: bool = False, cache_mb: float | None = None,
-                      **settings) -> tuple[Parser, list[PathPoint]]:
+                      jobs: int | None = 1, **settings) -> tuple[Parser, list[PathPoint]]:
     """Train a warm-started path of C values (Collins et al. 2008, Sec. 7.1.2) and return the
-    parser of the C with the best dev UAS, with the path's points (its ``info`` and ``cache_mb`` as
-    for :func:`train_parser`)."""
+    parser of the C with the best dev UAS, with the path's points (its ``info``, ``cache_mb`` and
+    ``jobs`` as for :func:`train_parser`)."""
     if not train:
         raise ValueError("no training sentences")
     if not dev:
@@ -255,11 +269,13 @@ def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Se
     # the second-order model has one tree space: auto is projective there
     tree = PROJECTIVE if siblings and tree == AUTO else choose_tree([s.heads for s in train], tree)
     budget = cache_budget(trainer, cache_mb)
+    jobs = resolve_jobs(jobs)
     featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits, tags, tree,
                                                                  cache_bytes=budget, siblings=siblings)
+    problem.jobs = jobs
     sibling_features = problem.features.siblings if siblings else None
     points = regularization_path(problem, spec, list(Cs),
-                                 dev=uas_scorer(featurizer, dev, root, tree, sibling_features, budget),
+                                 dev=uas_scorer(featurizer, dev, root, tree, sibling_features, budget, jobs),
                                  tol=tol,
                                  callbacks=tuple(callbacks), on_point=on_point, **settings)
     best = max(points, key=lambda p: p.dev_uas)

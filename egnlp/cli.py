@@ -25,7 +25,7 @@ from egnlp.console import (AnnealOption, OrderOption, DASK_TRAINER, EG_PASSES, E
                            DevOption, EncodingOption, JobsOption, JsonOption, MaxSecondsOption, ModelOut, QuietOption,
                            SaveOnInterruptOption, SeedOption, Split, TextOut, TrainerName, TrainingProgress,
                            TrainOption, TreeFormat, dataset_names, fail, interrupted, model_file, new_app, note, write_output_pieces,
-                           at_least_zero, output_name, print_json, progress_printer, write_output)
+                           at_least_one, at_least_zero, output_name, print_json, progress_printer, write_output)
 from egnlp.tagger_cli import parse_text_command, tagger_app
 
 # One BLAS thread per process, set before any command imports NumPy (the user's own setting wins).
@@ -191,6 +191,11 @@ def parser_train(
     features: FeatureMode = typer.Option(FeatureMode.alphabet, "--features", help="Feature ids: gold-arc alphabet or hashing."),
     hash_bits: int = typer.Option(22, "--hash-bits", help="With --features hash: 2^bits feature ids."),
     fmt: TreeFormat = typer.Option(TreeFormat.auto, "--format", help=f"{FORMAT_HELP} of the training and dev files."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", metavar="<int>", callback=at_least_one,
+                                       help="Processes that decode the "
+                                       "dev set after each pass and compute the trainer's evaluation passes "
+                                       "(primal, dual, gaps); the model is the same for any number.",
+                                       show_default="all cores"),
     dask: DaskOption = None,
     workers: Optional[int] = typer.Option(None, "--workers", metavar="<int>", help="With --dask: shards of "
                                           "the training sentences, one EG state each, trained by CoCoA+ rounds "
@@ -226,6 +231,8 @@ def parser_train(
             raise ValueError(f"--workers must be at least 1, not {workers}")
         if dask is not None and siblings:
             raise ValueError("--dask trains first-order parsers; --siblings trains on one machine")
+        if dask is not None and jobs is not None:
+            raise ValueError("--jobs goes with training on one machine; with --dask, --workers shards the data")
         if dask is not None and cache_mb is not None:
             raise ValueError("--cache-mb goes with training on one machine, not with --dask")
         if cache_mb is not None and not cache_mb >= 0:
@@ -264,7 +271,7 @@ def parser_train(
 
             model, points = train_parser_path(train_sents, dev_sents, Cs, trainer=trainer_name, **model_settings,
                                               tol=tol if tol is not None else 1e-3, on_point=show_point,
-                                              cache_mb=cache_mb, **settings)
+                                              cache_mb=cache_mb, jobs=jobs, **settings)
             result = next(p.result for p in points if p.C == model.info["config"]["C"])
             note(f"best C on dev: {model.info['config']['C']:.4g}", quiet)
         else:
@@ -284,7 +291,7 @@ def parser_train(
                 else:
                     model, result = train_parser(train_sents, dev_sents, trainer=trainer_name, **model_settings,
                                                  callbacks=callbacks, patience=patience, cache_mb=cache_mb,
-                                                 **settings)
+                                                 jobs=jobs, **settings)
         model.save(out)
     except KeyboardInterrupt as stop:
         interrupted(stop, out, save_on_interrupt)

@@ -48,9 +48,11 @@ class ParsingProblem:
     ``tree`` (projective, non-projective) with root constraint ``root`` (single, multi).
 
     ``gold`` (0/1) and ``loss`` (Hamming: 1 on every possible arc but the gold ones) are uint8.
+    ``jobs``: the processes of the trainers' evaluation passes (:mod:`egnlp.training.problem`).
     """
 
     PART_KIND = "arc"
+    jobs = 1
 
     def __init__(self, features: ArcPartFeatures | PartFeatures, heads_list, root: str = "multi",
                  tree: str = PROJECTIVE):

@@ -1,4 +1,6 @@
-"""``--jobs``: parsing and tagging in blocks on several processes give the output of one process, byte for byte.
+"""``--jobs``: parsing and tagging in blocks on several processes give the output of one process, byte for
+byte; parser training with its dev decoding and evaluation passes on several processes gives the same records
+and model.
 
 Small models trained on real data (``es`` for the parser, ``conll2000-pos``
 and ``ptb-pos`` for the taggers) decode real test splits with one and with
@@ -110,6 +112,19 @@ def _squares(offset: int, block: list[int]) -> list[int]:
     return [offset + k * k for k in block]
 
 
+@pytest.mark.parametrize("trainer", ["bcfw", "eg-mm", "eg-ll"])
+def test_training_jobs_2_records_and_trains_what_jobs_1_does(trainer: str) -> None:
+    """The dev scores and the objectives of every pass, and the weights, are the same bits with two jobs."""
+    train, dev = load_dataset("es", "train")[:150], load_dataset("es", "dev")[:2 * MIN_ITEMS]
+    runs = [train_parser(train, dev, root="single", trainer=trainer, labels=False, max_passes=3, jobs=jobs)
+            for jobs in (1, 2)]
+    (one, result_one), (two, result_two) = runs
+    assert [r.as_dict() | {"seconds": 0} for r in result_two.records] == \
+        [r.as_dict() | {"seconds": 0} for r in result_one.records]
+    assert result_one.records[-1].dev is not None
+    assert (one.weights == two.weights).all()
+
+
 def test_map_blocks_order_and_processes() -> None:
     items = list(range(1000))
     assert map_blocks(_squares, 7, items, jobs=2) == [7 + k * k for k in items]
@@ -131,3 +146,5 @@ def test_jobs_values() -> None:
 
 def test_jobs_zero_is_a_usage_error(es_files: dict[str, Path]) -> None:
     assert "--jobs" in usage_line(run("parser", "parse", es_files["model"], es_files["test"], "--jobs", "0"))
+    assert "--jobs" in usage_line(run("parser", "train", "--train", es_files["test"], "--jobs", "0", "-o",
+                                      es_files["model"].with_name("x.npz")))

@@ -15,6 +15,13 @@ structures, both working on a flat per-part score vector ``theta``:
 
 Parts that cannot occur (a parser's arc into the root) carry no features, a
 zero loss, zero gold, and get zero marginals.
+
+A problem may also say how many processes its evaluation passes may use
+(``jobs``, 1 when it has none): :func:`scored_examples` and
+:func:`loss_augmented_examples`, which the trainers' primal, dual and gap
+records read, then compute blocks of examples on that many forked processes
+and give them in order, so every sum is taken in the same order and the
+records and the model are the same bits for any number of jobs.
 """
 
 from __future__ import annotations
@@ -95,33 +102,60 @@ def gold_minus(problem: StructuredProblem, mu: np.ndarray) -> np.ndarray:
     return W
 
 
+EVAL_BLOCK = 32  # examples per task when an evaluation pass runs on several processes
+
+
+def _scores_of(problem: StructuredProblem, w: np.ndarray, zero: bool, i: int) -> tuple[int, int, np.ndarray]:
+    """(lo, hi, w . phi) of example i; zeros without computing any features when ``zero`` (w is 0, where
+    the max-margin trainers start: their first record would otherwise compile every example)."""
+    lo, hi = problem.features.parts(i)
+    return lo, hi, np.zeros(hi - lo) if zero else problem.features.scores(lo, hi, w)
+
+
+def _scored(problem: StructuredProblem, w: np.ndarray, zero: bool, i: int):
+    lo, hi, s = _scores_of(problem, w, zero, i)
+    return i, lo, hi, s, problem.log_partition(i, s)
+
+
+def _loss_augmented(problem: StructuredProblem, w: np.ndarray, zero: bool, i: int):
+    lo, hi, s = _scores_of(problem, w, zero, i)
+    return i, lo, hi, s, problem.argmax(i, s + problem.loss[lo:hi])
+
+
+def _block(job: tuple, block: range) -> list:
+    one, problem, w, zero = job
+    return [one(problem, w, zero, i) for i in block]
+
+
+def _each_example(one, problem: StructuredProblem, w: np.ndarray) -> Iterator:
+    """``one(problem, w, zero, i)`` for every example i, in order: in this process, or with ``problem.jobs``
+    above 1 in blocks of :data:`EVAL_BLOCK` examples on that many forked processes (a few blocks read
+    ahead, so memory holds a few blocks' results, not the pass's)."""
+    from egnlp.corpora.blocks import map_pieces
+
+    pf = problem.features
+    n = pf.n_examples
+    # a misshapen w is not taken for 0: it goes where it is refused
+    zero = np.shape(w) == (pf.n_features,) and not np.any(w)
+    jobs = getattr(problem, "jobs", 1)
+    if jobs == 1 or n < 2 * EVAL_BLOCK:
+        for i in range(n):
+            yield one(problem, w, zero, i)
+        return
+    blocks = (range(a, min(a + EVAL_BLOCK, n)) for a in range(0, n, EVAL_BLOCK))
+    for results in map_pieces(_block, (one, problem, w, zero), blocks, jobs):
+        yield from results
+
+
 def scored_examples(problem: StructuredProblem, w: np.ndarray) -> Iterator[tuple[int, int, int, np.ndarray, float]]:
     """For every example i: ``(i, lo, hi, s, log Z(s))`` with part scores s = w . phi."""
-    pf = problem.features
-    scores = _scorer(pf, w)
-    for i in range(pf.n_examples):
-        lo, hi = pf.parts(i)
-        s = scores(lo, hi)
-        yield i, lo, hi, s, problem.log_partition(i, s)
-
-
-def _scorer(pf, w: np.ndarray):
-    """``(lo, hi) -> w . phi`` of those parts; zeros without computing any features when w is 0 (where
-    the max-margin trainers start: their first record would otherwise compile every example)."""
-    if np.shape(w) != (pf.n_features,) or np.any(w):  # (a misshapen w goes where it is refused)
-        return lambda lo, hi: pf.scores(lo, hi, w)
-    return lambda lo, hi: np.zeros(hi - lo)
+    return _each_example(_scored, problem, w)
 
 
 def loss_augmented_examples(problem: StructuredProblem, w: np.ndarray) -> Iterator[tuple[int, int, int, np.ndarray, np.ndarray]]:
     """For every example i: ``(i, lo, hi, s, z)`` with s = w . phi and z the parts of
     the loss-augmented argmax, argmax_y [e(y) + s(y)] (never the plain argmax)."""
-    pf = problem.features
-    scores = _scorer(pf, w)
-    for i in range(pf.n_examples):
-        lo, hi = pf.parts(i)
-        s = scores(lo, hi)
-        yield i, lo, hi, s, problem.argmax(i, s + problem.loss[lo:hi])
+    return _each_example(_loss_augmented, problem, w)
 
 
 def hinge(problem: StructuredProblem, lo: int, hi: int, s: np.ndarray, z: np.ndarray) -> float:
