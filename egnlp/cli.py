@@ -177,7 +177,8 @@ def parser_train(
     siblings: bool = typer.Option(False, "--siblings/--no-siblings", help="Second-order model: sibling parts "
                                   "beside the arcs (McDonald and Pereira 2006); projective trees only (--tree auto "
                                   "picks them); about 2x the training time and 1.25x the memory."),
-    cache_mb: Optional[float] = typer.Option(None, "--cache-mb", metavar="<MB>", help="Keep up to this many MiB "
+    cache_mb: Optional[float] = typer.Option(None, "--cache-mb", metavar="<MB>", callback=at_least_zero,
+                                             help="Keep up to this many MiB "
                                              "of compiled training and dev sentences for later passes instead of "
                                              "compiling them again at every pass: less time, more memory, the "
                                              "same model (es: about 700 MiB keeps them all, 1.3 GiB with --siblings).",
@@ -235,8 +236,6 @@ def parser_train(
             raise ValueError("--jobs goes with training on one machine; with --dask, --workers shards the data")
         if dask is not None and cache_mb is not None:
             raise ValueError("--cache-mb goes with training on one machine, not with --dask")
-        if cache_mb is not None and not cache_mb >= 0:
-            raise ValueError(f"--cache-mb must be at least 0, not {cache_mb}")
         if siblings and tree.value == "non-projective":
             raise ValueError("--siblings predicts projective trees only, not --tree non-projective")
         if dask is not None and (C_path is not None or patience or save_on_interrupt):

@@ -191,7 +191,7 @@ def at_least_one(value: Optional[int]) -> Optional[int]:
 
 
 def at_least_zero(value: Optional[int]) -> Optional[int]:
-    """A count option's value, checked: None or a whole number >= 0 (else a command-line error)."""
+    """A count or size option's value, checked: None or a number >= 0 (else a command-line error)."""
     if value is not None and value < 0:
         raise typer.BadParameter(f"must be at least 0, not {value}")
     return value

@@ -51,6 +51,7 @@ modes, and a short training run equal on both.
 
 from __future__ import annotations
 
+import os
 from typing import NamedTuple
 
 import numpy as np
@@ -617,16 +618,19 @@ class PartRanges:
 
 class CacheBudget:
     """The bytes that compiled sentences may still take, shared by the part feature sets given it
-    (the training sentences' arcs and siblings, the dev sentences'): the first to compile take it."""
+    (the training sentences' arcs and siblings, the dev sentences'): the first to compile take it.
+    Only the process that made it spends it: a forked worker (``parser train --jobs``) reads the
+    sentences kept before it started, and what it would keep would die with it."""
 
     def __init__(self, nbytes: int) -> None:
         if nbytes < 0:
             raise ValueError(f"cache_bytes must be at least 0, not {nbytes}")
         self.room = int(nbytes)
+        self._owner = os.getpid()
 
     def take(self, nbytes: int) -> bool:
-        """Spend ``nbytes`` of the budget if that many are left; whether they were."""
-        if nbytes > self.room:
+        """Spend ``nbytes`` of the budget if that many are left (and this is its process); whether they were."""
+        if nbytes > self.room or os.getpid() != self._owner:
             return False
         self.room -= nbytes
         return True
