@@ -19,7 +19,7 @@ from typing import Annotated, Optional
 import typer
 
 from egnlp import __version__
-from egnlp.console import (AnnealOption, OrderOption, DASK_TRAINER, EG_PASSES, EG_TOL, FORMAT_HELP, PARSER_C, PARSER_PASSES,
+from egnlp.console import (AnnealOption, DecodingProgress, OrderOption, DASK_TRAINER, EG_PASSES, EG_TOL, FORMAT_HELP, PARSER_C, PARSER_PASSES,
                            SIBLING_PARSER_C,
                            PARSER_PATIENCE, PARSER_TRAINER, USER_ERRORS, DaskOption, DataOption,
                            DevOption, EncodingOption, JobsOption, JsonOption, MaxSecondsOption, ModelOut, QuietOption,
@@ -351,9 +351,11 @@ def parser_parse(
 
             def parsed_pieces():
                 nonlocal count
-                for done in run_pieces(parse_piece, (parser, name, chosen), pieces, jobs):
-                    count += done.sentences
-                    yield done.text
+                with DecodingProgress("parsing", input, out, quiet=quiet) as progress:
+                    for done in run_pieces(parse_piece, (parser, name, chosen), pieces, jobs):
+                        count += done.sentences
+                        progress.advance(done.nbytes, done.sentences)
+                        yield done.text
 
             write_output_pieces(parsed_pieces(), out)
         seconds = time.perf_counter() - start

@@ -436,6 +436,48 @@ class TrainingProgress:
             self._bar = None
 
 
+class DecodingProgress:
+    """A corpus file parsed or tagged a piece at a time, shown on stderr while it runs: on a terminal, when
+    the output goes to a file (not to the same terminal), a ``rich`` bar of the input read (out of the
+    file's size; a count for stdin), the sentences done, the time and the time left.  Nothing
+    otherwise, or with ``quiet``: the summary line comes at the end either way.  Use it as a context
+    manager, and :meth:`advance` after each piece."""
+
+    def __init__(self, label: str, source: str, out: str | Path | None, *, quiet: bool = False,
+                 terminal: bool | None = None) -> None:
+        self.label = label
+        self.on = not quiet and not is_stdio(out) and (sys.stderr.isatty() if terminal is None else terminal)
+        self.total = Path(source).stat().st_size if not is_stdio(source) and Path(source).is_file() else None
+        self.sentences = 0
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> DecodingProgress:
+        if self.on:
+            from rich.console import Console
+            from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
+
+            self._bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(),
+                                 TextColumn("{task.fields[sentences]:,} sentences", markup=False),
+                                 TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True),
+                                 transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task(self.label, total=self.total, sentences=0)
+        return self
+
+    def advance(self, nbytes: int, sentences: int) -> None:
+        """Count a piece done: the input bytes it covered and its sentences."""
+        self.sentences += sentences
+        if self._bar is not None:
+            self._bar.update(self._task, advance=nbytes, sentences=self.sentences)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
 @contextmanager
 def no_interrupts() -> Iterator[None]:
     """Ignore Ctrl-C inside the block (a model being saved after an interrupt), where the main thread

@@ -132,10 +132,12 @@ def _pieces(source: str, piece_bytes: int, encoding: str) -> Iterator[tuple[byte
 
 
 class Piece(NamedTuple):
-    """A piece of an input file: its text (whole sentences) and the number of its first line."""
+    """A piece of an input file: its text (whole sentences), the number of its first line and the bytes
+    of the file it was read from (for progress)."""
 
     text: str
     first_line: int
+    nbytes: int = 0
 
 
 def text_pieces(source: str, fmt: str | None = None, *, accept: tuple[str, ...] = TREE_FORMATS,
@@ -150,15 +152,17 @@ def text_pieces(source: str, fmt: str | None = None, *, accept: tuple[str, ...] 
     first, line = next(pieces, (b"", 1))
     text = decode(first, name, encoding, line).removeprefix("\ufeff")
     chosen = input_format(text, name, fmt, accept, command)
+    nbytes = len(first)
     if chosen in (CONLL2000, TEXT):
         rest = b"".join(piece for piece, _ in pieces)
         text += decode(rest, name, encoding, line + first.count(b"\n"))
+        nbytes += len(rest)
 
     def decoded() -> Iterator[Piece]:
-        yield Piece(text, line)
+        yield Piece(text, line, nbytes)
         for piece, at in pieces:
             if piece.strip():
-                yield Piece(decode(piece, name, encoding, at), at)
+                yield Piece(decode(piece, name, encoding, at), at, len(piece))
 
     return chosen, name, decoded()
 

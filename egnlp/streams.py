@@ -24,11 +24,12 @@ from egnlp.inputs import Piece
 
 
 class Done(NamedTuple):
-    """What one piece gave: its sentences and tokens, and the output text."""
+    """What one piece gave: its sentences and tokens, the output text, and the input bytes it covered."""
 
     sentences: int
     tokens: int
     text: str
+    nbytes: int = 0
 
 
 def parse_piece(job: tuple[Any, str, str, int], piece: Piece) -> Done:
@@ -36,7 +37,7 @@ def parse_piece(job: tuple[Any, str, str, int], piece: Piece) -> Done:
     parser, name, fmt, jobs = job
     sentences = parse_as(piece.text, name, fmt, require_heads=False, first_line=piece.first_line)
     parsed = parser.parse_corpus(sentences, jobs=jobs)
-    return Done(len(parsed), sum(len(s) for s in parsed), format_conll(parsed))
+    return Done(len(parsed), sum(len(s) for s in parsed), format_conll(parsed), piece.nbytes)
 
 
 def tag_piece(job: tuple[Any, Any, str, str, str, int], piece: Piece) -> Done:
@@ -54,7 +55,7 @@ def tag_piece(job: tuple[Any, Any, str, str, str, int], piece: Piece) -> Done:
     tagged = tagger.tag_corpus(sentences, jobs=jobs)
     text = (format_conll(tagged) if target == "conll" else format_conll2000(tagged) if target == "conll2000"
             else slash_text(tagged, tagger.column))
-    return Done(len(tagged), sum(len(s) for s in tagged), text)
+    return Done(len(tagged), sum(len(s) for s in tagged), text, piece.nbytes)
 
 
 def run_pieces(fn, job: tuple, pieces: Iterator[Piece], jobs: int | None) -> Iterator[Done]:

@@ -23,7 +23,7 @@ from typing import Optional
 
 import typer
 
-from egnlp.console import (AnnealOption, OrderOption, CRF_C, CRF_TRAINER, FORMAT_HELP, MAXENT_BEAM, MAXENT_PASSES, MAXENT_SIGMA2,
+from egnlp.console import (AnnealOption, DecodingProgress, OrderOption, CRF_C, CRF_TRAINER, FORMAT_HELP, MAXENT_BEAM, MAXENT_PASSES, MAXENT_SIGMA2,
                            MAXENT_TRAINER, USER_ERRORS, Column, DaskOption, DataOption, DevOption, EncodingOption, InputFormat,
                            JobsOption, JsonOption, MaxSecondsOption, ModelKind, ModelOut, OutputFormat,
                            QuietOption, SaveOnInterruptOption, SeedOption, TaggedFormat, TaggerTrainerName, TextOut,
@@ -228,10 +228,12 @@ def tagger_tag(
             counts = [0, 0]
 
             def tagged_pieces():
-                for done in run_pieces(tag_piece, (tagger, pos_model, name, chosen, target), pieces, jobs):
-                    counts[0] += done.sentences
-                    counts[1] += done.tokens
-                    yield done.text
+                with DecodingProgress("tagging", input, out, quiet=quiet) as progress:
+                    for done in run_pieces(tag_piece, (tagger, pos_model, name, chosen, target), pieces, jobs):
+                        counts[0] += done.sentences
+                        counts[1] += done.tokens
+                        progress.advance(done.nbytes, done.sentences)
+                        yield done.text
 
             start = time.perf_counter()
             write_output_pieces(tagged_pieces(), out)

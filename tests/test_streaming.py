@@ -15,6 +15,7 @@ import pytest
 import egnlp.inputs as inputs
 from egnlp.api import train_parser
 from egnlp.corpora import CorpusError, load_dataset
+from egnlp.console import DecodingProgress
 from egnlp.corpora.formats import parse_as
 from egnlp.inputs import read_sentences, text_pieces
 from tests.cli_helpers import assert_ok, error_line, run
@@ -25,11 +26,30 @@ UD_DEV = Path(os.environ["EGNLP_UD_DIR"]) / "pt_bosque-ud-dev.conllu"
 def stream_sentences(source, *, require_heads=True, piece_bytes):
     """(format, the sentences of each piece of ``source``), as ``parser parse`` reads them."""
     fmt, name, pieces = text_pieces(source, piece_bytes=piece_bytes)
-    return fmt, (parse_as(text, name, fmt, require_heads=require_heads, first_line=line) for text, line in pieces)
+    return fmt, (parse_as(piece.text, name, fmt, require_heads=require_heads, first_line=piece.first_line)
+                 for piece in pieces)
 
 
 def rows_and_lines(sentences):
     return [(s.rows, s.line, s.aside) for s in sentences]
+
+
+def test_pieces_count_the_bytes_the_progress_shows(tmp_path) -> None:
+    """The pieces' byte counts add up to the file's size, the progress bar's total; the bar counts the bytes
+    and sentences it is given, and shows only on a terminal, with the output in a file, when not quiet."""
+    _, _, pieces = text_pieces(str(UD_DEV), piece_bytes=20_000)
+    counts = [piece.nbytes for piece in pieces]
+    assert len(counts) > 10 and sum(counts) == UD_DEV.stat().st_size
+    progress = DecodingProgress("parsing", str(UD_DEV), tmp_path / "out.conllu", terminal=True)
+    assert progress.on and progress.total == UD_DEV.stat().st_size
+    with progress:
+        progress.advance(1_000, 3)
+        progress.advance(500, 2)
+    assert progress.sentences == 5
+    assert not DecodingProgress("parsing", str(UD_DEV), "-", terminal=True).on  # output on the terminal
+    assert not DecodingProgress("parsing", str(UD_DEV), tmp_path / "o", terminal=False).on
+    assert not DecodingProgress("parsing", str(UD_DEV), tmp_path / "o", terminal=True, quiet=True).on
+    assert DecodingProgress("parsing", "-", tmp_path / "o", terminal=True).total is None  # stdin: no size
 
 
 @pytest.mark.parametrize("piece_bytes", [1, 5_000, 300_000, 1 << 30])
