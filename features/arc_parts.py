@@ -359,11 +359,14 @@ def _between_blocks(atoms, base, n):
 def _entries(tok_keys, tok_packed, values, blocks, block_of, needed, table, hash_bits):
     """The ids of every entry: the tokens' keys and the bias, then the in-between trigrams that
     :func:`_between_blocks` marked and the alphabet has (``blocks`` gets their entry numbers, -1
-    for the others).  Returns (n_ent, N_SLOTS) int32."""
+    for the others).  Returns the ids (n_ent, N_SLOTS) int32 and what they were made from, (n_ent,)
+    int64: the packed ids, or in hash mode the key's bits (:func:`_expand_entries` makes the ids again)."""
     n_tok = tok_keys.shape[0]
     ent_ids = np.empty((n_tok + needed, N_SLOTS), dtype=np.int32)
+    ent_src = np.empty(n_tok + needed, dtype=np.int64)
     for e in range(n_tok):
         _set_entry(ent_ids, e, tok_keys[e], tok_packed[e], hash_bits)
+        ent_src[e] = np.int64(tok_keys[e]) if hash_bits > 0 else tok_packed[e]
     e = n_tok
     for pb in range(blocks.shape[0]):
         j, th, tm = block_of[pb, 0], block_of[pb, 1], block_of[pb, 2]
@@ -374,11 +377,22 @@ def _entries(tok_keys, tok_packed, values, blocks, block_of, needed, table, hash
             packed = find_ids(table, key) if hash_bits == 0 else np.int64(0)
             if packed >= 0:
                 _set_entry(ent_ids, e, key, packed, hash_bits)
+                ent_src[e] = np.int64(key) if hash_bits > 0 else packed
                 blocks[pb, t] = e
                 e += 1
             else:
                 blocks[pb, t] = -1
-    return ent_ids[:e]
+    return ent_ids[:e], ent_src[:e]
+
+
+@njit(cache=True)
+def _expand_entries(ent_src, hash_bits):
+    """The (n_ent, N_SLOTS) int32 ids of entries kept as :func:`_entries`' sources (8 bytes an entry
+    instead of 64)."""
+    ent_ids = np.empty((ent_src.shape[0], N_SLOTS), dtype=np.int32)
+    for e in range(ent_src.shape[0]):
+        _set_entry(ent_ids, e, np.uint64(ent_src[e]), ent_src[e], hash_bits)
+    return ent_ids
 
 
 @njit(cache=True)
@@ -388,7 +402,7 @@ def _compile(sentence, flags, table, tag_table, hash_bits, pair_ids):
     ``table`` and ``tag_table``: the tables of :meth:`ArcFeaturizer.id_tables` in alphabet mode
     (``hash_bits`` 0), unused in hash mode; ``pair_ids`` (int32,
     room for 2 N_PAIR ids a cell) receives the pair ids.  Returns the other fields of a
-    :class:`CompiledSentence` after ``n``, in order.
+    :class:`CompiledSentence` after ``n``, in order, with the entries' sources after ``ent_ids``.
     """
     size = sentence.n + 1
     n_keys = _token_key_count(flags)
@@ -399,8 +413,8 @@ def _compile(sentence, flags, table, tag_table, hash_bits, pair_ids):
     pair_ptr = np.empty(size * size + 1, dtype=np.int64)
     _pair_ids(sentence, flags, table, tag_table, hash_bits, known, pair_ptr, pair_ids)
     tags, values, pair_block, blocks, block_of, needed = _between_blocks(sentence.atoms, sentence.base, sentence.n)
-    ent_ids = _entries(tok_keys, tok_packed, values, blocks, block_of, needed, tag_table, hash_bits)
-    return n_keys, ent_ids, pair_ptr, tags, pair_block, blocks
+    ent_ids, ent_src = _entries(tok_keys, tok_packed, values, blocks, block_of, needed, tag_table, hash_bits)
+    return n_keys, ent_ids, ent_src, pair_ptr, tags, pair_block, blocks
 
 
 @njit(cache=True)
@@ -413,40 +427,53 @@ def _entry_weights(ent_ids, w, out):
 
 
 @njit(cache=True)
-def _scores(cs, w, out):
-    """out (n+1, n+1) = w . phi(h -> m) of the compiled sentence ``cs``: the sums of the CSR features in
-    another order (that of ArcFeaturizer.arc_scores)."""
+def _scores(cs, ws, outs):
+    """outs[t] (n+1, n+1) = ws[t] . phi(h -> m) of the compiled sentence ``cs`` for each weight vector of
+    the tuple ``ws``: the sums of the CSR features in another order (that of ArcFeaturizer.arc_scores).
+    Several vectors share one walk over the ids (BCFW scores an example at the iterate and at the point
+    it records: about 0.75 of the time of two calls on es); each vector's sums are taken in the same
+    order as alone, so the scores are the same bits."""
+    k = len(ws)
     n, n_keys = cs.n, cs.n_keys
     size = n + 1
-    ent_w = np.empty((cs.ent_ids.shape[0], N_SLOTS))
-    _entry_weights(cs.ent_ids, w, ent_w)
-    head = np.zeros((size, N_SLOTS))
-    mod = np.zeros((size, N_SLOTS))
-    for x in range(size):
-        for k in range(n_keys):
-            for slot in range(N_SLOTS):
-                head[x, slot] += ent_w[2 * x * n_keys + k, slot]
-                mod[x, slot] += ent_w[(2 * x + 1) * n_keys + k, slot]
-    bias = ent_w[2 * size * n_keys]
+    ent_w = np.empty((k, cs.ent_ids.shape[0], N_SLOTS))
+    head = np.zeros((k, size, N_SLOTS))
+    mod = np.zeros((k, size, N_SLOTS))
+    for t in range(k):
+        _entry_weights(cs.ent_ids, ws[t], ent_w[t])
+        for x in range(size):
+            for key in range(n_keys):
+                for slot in range(N_SLOTS):
+                    head[t, x, slot] += ent_w[t, 2 * x * n_keys + key, slot]
+                    mod[t, x, slot] += ent_w[t, (2 * x + 1) * n_keys + key, slot]
+    bias_at = 2 * size * n_keys
+    acc = np.empty(k)
     pair_ptr, pair_ids, tags, pair_block, blocks = cs.pair_ptr, cs.pair_ids, cs.tags, cs.pair_block, cs.blocks
     for h in range(size):
         for m in range(size):
             if m == 0 or h == m:
-                out[h, m] = 0.0
+                for t in range(k):
+                    outs[t][h, m] = 0.0
                 continue
             slot = dirdist_slot(h, m)
-            acc = head[h, 0] + head[h, slot] + mod[m, 0] + mod[m, slot] + bias[0] + bias[slot]
+            for t in range(k):
+                acc[t] = (head[t, h, 0] + head[t, h, slot] + mod[t, m, 0] + mod[t, m, slot]
+                          + ent_w[t, bias_at, 0] + ent_w[t, bias_at, slot])
             r = h * size + m
             for q in range(pair_ptr[r], pair_ptr[r + 1]):
-                acc += w[pair_ids[q]]
+                fid = pair_ids[q]
+                for t in range(k):
+                    acc[t] += ws[t][fid]
             if abs(h - m) >= 2:
                 for j in range(2):
                     pb = pair_block[j, tags[j, h], tags[j, m]]
                     for b in range(min(h, m) + 1, max(h, m)):
                         e = blocks[pb, tags[j, b]]
                         if e >= 0:
-                            acc += ent_w[e, 0] + ent_w[e, slot]
-            out[h, m] = acc
+                            for t in range(k):
+                                acc[t] += ent_w[t, e, 0] + ent_w[t, e, slot]
+            for t in range(k):
+                outs[t][h, m] = acc[t]
 
 
 @njit(cache=True)
@@ -580,8 +607,50 @@ def _cells(cs, r0, r1, coef, w, scores, buf, touched):
     return count
 
 
-def _compiled_nbytes(cs: CompiledSentence) -> int:
-    return sum(getattr(cs, f).nbytes for f in ("ent_ids", "pair_ptr", "pair_ids", "tags", "pair_block", "blocks"))
+class KeptSentence(NamedTuple):
+    """A compiled sentence as the cache keeps it, in about half the bytes: each entry's packed ids (or key)
+    instead of its 16 ids, ``pair_ptr`` as int32 and ``blocks`` as int16 where they fit.  :meth:`unpack`
+    gives the :class:`CompiledSentence` back, the same arrays; a copy of ent_ids costs a few microseconds
+    against the 0.3-1.3 ms of compiling a sentence."""
+
+    n: int
+    n_keys: int
+    ent_src: np.ndarray
+    pair_ptr: np.ndarray
+    pair_ids: np.ndarray
+    tags: np.ndarray
+    pair_block: np.ndarray
+    blocks: np.ndarray
+
+    @staticmethod
+    def _narrow(cs: CompiledSentence) -> tuple[type, type]:
+        return (np.int32 if cs.pair_ptr[-1] <= np.iinfo(np.int32).max else np.int64,
+                np.int16 if cs.ent_ids.shape[0] <= np.iinfo(np.int16).max else np.int32)
+
+    @classmethod
+    def size_of(cls, cs: CompiledSentence, ent_src: np.ndarray) -> int:
+        """The bytes :meth:`pack` would keep."""
+        ptr_type, block_type = cls._narrow(cs)
+        return (ent_src.nbytes + cs.pair_ptr.size * np.dtype(ptr_type).itemsize
+                + int(cs.pair_ptr[-1]) * cs.pair_ids.itemsize + cs.tags.nbytes + cs.pair_block.nbytes
+                + cs.blocks.size * np.dtype(block_type).itemsize)
+
+    @classmethod
+    def pack(cls, cs: CompiledSentence, ent_src: np.ndarray) -> "KeptSentence":
+        """``cs`` (whose entries ``ent_src`` made) to keep: its own copy of the used part of pair_ids."""
+        ptr_type, block_type = cls._narrow(cs)
+        return cls(cs.n, cs.n_keys, ent_src, cs.pair_ptr.astype(ptr_type), cs.pair_ids[:cs.pair_ptr[-1]].copy(),
+                   cs.tags, cs.pair_block, cs.blocks.astype(block_type))
+
+    def unpack(self, hash_bits: int) -> CompiledSentence:
+        return CompiledSentence(self.n, self.n_keys, _expand_entries(self.ent_src, hash_bits),
+                                self.pair_ptr.astype(np.int64), self.pair_ids, self.tags, self.pair_block,
+                                self.blocks.astype(np.int32))
+
+    @property
+    def nbytes(self) -> int:
+        return sum(getattr(self, f).nbytes for f in ("ent_src", "pair_ptr", "pair_ids", "tags", "pair_block",
+                                                        "blocks"))
 
 
 def checked_vector(v: np.ndarray, name: str, length: int) -> np.ndarray:
@@ -671,17 +740,18 @@ class ArcPartFeatures(PartRanges):
     @property
     def nbytes(self) -> int:
         """Bytes of the corpus arrays and cached sentences kept (not the id table, the featurizer's)."""
-        cached = sum(_compiled_nbytes(cs) for cs in self._cache.values())
+        cached = sum(kept.nbytes for kept in self._cache.values())
         return self.encoded.tok_ptr.nbytes + self.encoded.atoms.nbytes + self.part_ptr.nbytes + cached
 
     def compiled(self, i: int) -> CompiledSentence:
         """Sentence ``i`` compiled (kept until another sentence is compiled)."""
         if self._compiled is not None and self._compiled[0] == i:
             return self._compiled[1]
-        cached = self._cache.get(i)
-        if cached is not None:
-            self._compiled = (i, cached)
-            return cached
+        kept = self._cache.get(i)
+        if kept is not None:
+            cs = kept.unpack(self.hash_bits)
+            self._compiled = (i, cs)
+            return cs
         if not 0 <= i < self.n_examples:
             raise IndexError(f"sentence {i} of {self.n_examples}")
         self._compiled = None
@@ -691,14 +761,12 @@ class ArcPartFeatures(PartRanges):
         if self._pair_ids.shape[0] < room:
             self._pair_ids = np.empty(room, dtype=np.int32)
         sentence = SentenceAtoms(enc.atoms, int(enc.tok_ptr[i]), n)
-        n_keys, ent_ids, pair_ptr, tags, pair_block, blocks = _compile(sentence, self.flags, self.table, self.tag_table,
-                                                                       self.hash_bits, self._pair_ids)
+        n_keys, ent_ids, ent_src, pair_ptr, tags, pair_block, blocks = _compile(
+            sentence, self.flags, self.table, self.tag_table, self.hash_bits, self._pair_ids)
         cs = CompiledSentence(n, n_keys, ent_ids, pair_ptr, self._pair_ids, tags, pair_block, blocks)
-        if self.budget.room > 0:
-            # its size with its own copy of the used part of the shared pair-id buffer (copied only if kept)
-            size = _compiled_nbytes(cs) - cs.pair_ids.nbytes + int(pair_ptr[-1]) * cs.pair_ids.itemsize
-            if self.budget.take(size):
-                self._cache[i] = cs = cs._replace(pair_ids=self._pair_ids[:pair_ptr[-1]].copy())
+        if self.budget.room > 0 and self.budget.take(KeptSentence.size_of(cs, ent_src)):
+            kept = self._cache[i] = KeptSentence.pack(cs, ent_src)
+            cs = cs._replace(pair_ids=kept.pair_ids)  # the shared buffer is written by the next compile
         self._compiled = (i, cs)
         return cs
 
@@ -727,18 +795,26 @@ class ArcPartFeatures(PartRanges):
 
     def scores(self, lo: int, hi: int, w: np.ndarray) -> np.ndarray:
         """``w . phi(r)`` for the parts ``lo:hi``, shape (hi - lo,)."""
-        w = checked_vector(w, "w", self.n_features)
-        out = np.empty(hi - lo)
+        return self.scores_many(lo, hi, (w,))[0]
+
+    def scores_many(self, lo: int, hi: int, ws) -> list[np.ndarray]:
+        """``scores(lo, hi, w)`` for each ``w`` of the sequence ``ws`` (one or two vectors), the same bits,
+        in one walk over each sentence's ids (see :func:`_scores`)."""
+        ws = tuple(checked_vector(w, "w", self.n_features) for w in ws)
+        if len(ws) not in (1, 2):
+            raise ValueError(f"one or two weight vectors, not {len(ws)}")
+        outs = [np.empty(hi - lo) for _ in ws]
         at = 0
         for i, r0, r1 in self._range(lo, hi):
             cs = self.compiled(i)
             size = cs.n + 1
             if r1 - r0 == size * size:
-                _scores(cs, w, out[at:at + size * size].reshape(size, size))
+                _scores(cs, ws, tuple(out[at:at + size * size].reshape(size, size) for out in outs))
             else:
-                _cells(cs, r0, r1, out[:0], w, out[at:at + r1 - r0], out[:0], np.empty(0, dtype=np.int64))
+                for w, out in zip(ws, outs):
+                    _cells(cs, r0, r1, out[:0], w, out[at:at + r1 - r0], out[:0], np.empty(0, dtype=np.int64))
             at += r1 - r0
-        return out
+        return outs
 
     def scatter(self, lo: int, hi: int, coef: np.ndarray, target: np.ndarray) -> None:
         """``target += sum_r coef[r - lo] phi(r)`` over the parts ``lo:hi``."""

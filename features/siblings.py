@@ -356,15 +356,22 @@ class SiblingPartFeatures(PartRanges):
 
     def scores(self, lo: int, hi: int, w: np.ndarray) -> np.ndarray:
         """``w . phi(r)`` for the parts ``lo:hi`` (whole sentences), shape (hi - lo,)."""
-        w = checked_vector(w, "w", self.n_features)
-        out = np.empty(hi - lo)
+        return self.scores_many(lo, hi, (w,))[0]
+
+    def scores_many(self, lo: int, hi: int, ws) -> list[np.ndarray]:
+        """``scores(lo, hi, w)`` for each ``w`` of ``ws`` (one or two vectors), the arcs' in one walk
+        (:meth:`~egnlp.features.arc_parts.ArcPartFeatures.scores_many`)."""
+        ws = [checked_vector(w, "w", self.n_features) for w in ws]
+        outs = [np.empty(hi - lo) for _ in ws]
         for i in self._examples(lo, hi):
             a, b = self.parts(i)
             alo, ahi = self.arcs.parts(i)
             cs = self.compiled(i)
-            arc = self.arcs.scores(alo, ahi, w[:self.n_arc_features]).reshape(cs.size, cs.size)
-            _scores(cs.size, arc, cs.row_ids, cs.part_class, cs.class_ids, w[self.n_arc_features:], out[a - lo:b - lo])
-        return out
+            arcs = self.arcs.scores_many(alo, ahi, [w[:self.n_arc_features] for w in ws])
+            for w, arc, out in zip(ws, arcs, outs):
+                _scores(cs.size, arc.reshape(cs.size, cs.size), cs.row_ids, cs.part_class, cs.class_ids,
+                        w[self.n_arc_features:], out[a - lo:b - lo])
+        return outs
 
     def _folded(self, i: int, coef: np.ndarray):
         cs = self.compiled(i)

@@ -8,7 +8,7 @@ import pytest
 from egnlp.corpora import load_dataset
 from egnlp.corpora.sentence import Sentence
 from egnlp.features.arc_featurizer import ArcFeaturizer, find_ids, slot_id
-from egnlp.features.arc_parts import ArcPartFeatures
+from egnlp.features.arc_parts import ArcPartFeatures, CompiledSentence
 from egnlp.features.arc_templates import N_PAIR, N_SLOTS, _pair_used, _tag_template, arc_keys, dirdist_slot
 from egnlp.parser.problem import ParsingProblem
 from egnlp.training.registry import get_trainer, make_config
@@ -67,6 +67,22 @@ def test_same_scores(paths):
     lo, hi = csr.parts(3)[0] + 5, csr.parts(5)[0] + 7
     np.testing.assert_allclose(parts.scores(lo, hi, w), csr.scores(lo, hi, w), rtol=1e-12, atol=1e-10)
     np.testing.assert_allclose(parts.scores(0, csr.n_parts, w), csr.scores(0, csr.n_parts, w), rtol=1e-12, atol=1e-10)
+
+
+def test_scores_of_two_vectors_in_one_walk_are_the_same_bits(paths):
+    """scores_many (BCFW's iterate and recorded point together) gives each vector's scores to the bit, on
+    whole sentences, on ranges that cut them and through the trainers' helper; three vectors are refused."""
+    from egnlp.training.problem import scores_many
+
+    _, parts = paths
+    rng = np.random.default_rng(2)
+    w1, w2 = rng.normal(size=parts.n_features), rng.normal(size=parts.n_features)
+    for lo, hi in [parts.parts(i) for i in range(parts.n_examples)] + [(parts.parts(3)[0] + 5, parts.parts(5)[0] + 7)]:
+        s1, s2 = scores_many(parts, lo, hi, (w1, w2))
+        assert np.array_equal(s1, parts.scores(lo, hi, w1)) and np.array_equal(s2, parts.scores(lo, hi, w2))
+        assert not np.array_equal(s1, s2)
+    with pytest.raises(ValueError, match="one or two"):
+        parts.scores_many(0, 10, (w1, w2, w1))
 
 
 def test_same_scatter(paths):
@@ -156,6 +172,16 @@ def test_cached_sentences_give_the_same_scores_scatters_and_deltas(mode):
         assert got[2:] == want[2:]
     kept = len(cached._cache)
     assert 0 < kept < plain.n_examples  # the budget held some sentences, not all
+    for i, packed in cached._cache.items():  # kept in fewer bytes, given back as compiled
+        fresh, again = plain.compiled(i), packed.unpack(cached.hash_bits)
+        assert packed.nbytes < 0.7 * (sum(getattr(fresh, f).nbytes for f in ("ent_ids", "pair_ptr", "tags",
+                                                                             "pair_block", "blocks"))
+                                      + 4 * int(fresh.pair_ptr[-1]))
+        for field in CompiledSentence._fields:
+            a, b = getattr(again, field), getattr(fresh, field)
+            if field == "pair_ids":
+                a, b = a[:again.pair_ptr[-1]], b[:fresh.pair_ptr[-1]]
+            assert np.array_equal(a, b) and np.asarray(a).dtype == np.asarray(b).dtype, field
     assert 0 <= cached.cache_room < budget and cached.nbytes == plain.nbytes + budget - cached.cache_room
     with pytest.raises(ValueError, match="cache_bytes"):
         ArcPartFeatures(f, enc, cache_bytes=-1)

@@ -106,6 +106,9 @@ def test_scores_scatter_and_sparse_delta_agree(es_train):
         gold_phi = np.zeros(pf.n_features)
         pf.scatter(lo, hi, problem.gold[lo:hi].astype(np.float64), gold_phi)
         assert gold_phi @ w == pytest.approx(s @ problem.gold[lo:hi], rel=1e-10, abs=1e-8)
+        w2 = rng.normal(size=pf.n_features)  # two vectors in one walk: each one's scores to the bit
+        both = pf.scores_many(lo, hi, (w, w2))
+        assert np.array_equal(both[0], s) and np.array_equal(both[1], pf.scores(lo, hi, w2))
     with pytest.raises(ValueError, match="whole sentences"):
         pf.scores(1, pf.parts(0)[1], w)
     lo, hi = pf.parts(0)[0], pf.parts(2)[1]  # a block of sentences: the sum of theirs

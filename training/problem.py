@@ -56,6 +56,17 @@ class PartFeatureSet(Protocol):
     def sparse_delta(self, lo: int, hi: int, coef: np.ndarray,
                      w: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]: ...
 
+    # Optional: ``scores_many(lo, hi, ws)``, ``scores(lo, hi, w)`` for each of a few vectors in one walk
+    # over the parts' features (see :func:`scores_many`).
+
+
+def scores_many(pf: PartFeatureSet, lo: int, hi: int, ws) -> list[np.ndarray]:
+    """``pf.scores(lo, hi, w)`` for each ``w`` of ``ws``: in one walk over the features where the set
+    offers ``scores_many`` (the parser's: two vectors in about 0.75 of the time of two walks), else one
+    call each.  The same bits either way."""
+    many = getattr(pf, "scores_many", None)
+    return many(lo, hi, ws) if many is not None else [pf.scores(lo, hi, w) for w in ws]
+
 
 class StructuredProblem(Protocol):
     features: PartFeatureSet
