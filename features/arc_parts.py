@@ -770,6 +770,12 @@ class ArcPartFeatures(PartRanges):
         self._compiled = (i, cs)
         return cs
 
+    def keep(self, i: int) -> bool:
+        """Compile sentence ``i`` now, keeping it while the budget has room; whether it is kept (a process
+        that will fork workers keeps their sentences first, so that they inherit them)."""
+        self.compiled(i)
+        return i in self._cache
+
     def part_ids(self, r: int) -> np.ndarray:
         """The feature ids of part ``r`` (a corpus-wide part number), in no particular order."""
         i, r0, _ = self._range(r, r + 1)[0]

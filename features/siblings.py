@@ -346,6 +346,12 @@ class SiblingPartFeatures(PartRanges):
             self._compiled = (i, cs)
         return self._compiled[1]
 
+    def keep(self, i: int) -> bool:
+        """Compile sentence ``i``'s arcs and siblings now, keeping them while the budget has room; whether
+        both are kept."""
+        self.compiled(i)
+        return i in self._cache and self.arcs.keep(i)
+
     def _examples(self, lo: int, hi: int) -> range:
         first = int(np.searchsorted(self.part_ptr, lo, side="right")) - 1 if lo < self.n_parts else self.n_examples
         last = int(np.searchsorted(self.part_ptr, hi, side="left"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cli_helpers import assert_ok, run, usage_line
@@ -123,6 +124,28 @@ def test_training_jobs_2_records_and_trains_what_jobs_1_does(trainer: str) -> No
         [r.as_dict() | {"seconds": 0} for r in result_one.records]
     assert result_one.records[-1].dev is not None
     assert (one.weights == two.weights).all()
+
+
+@pytest.mark.parametrize("siblings", [False, True])
+def test_dev_sentences_are_kept_before_the_workers_fork(siblings: bool) -> None:
+    """The dev scorer compiles the sentences its budget holds in this process, once (the workers of
+    --jobs inherit them), up to the budget, and scores as it does without keeping any."""
+    from egnlp.api import build_parsing_problem, uas_scorer
+    from egnlp.features.arc_parts import CacheBudget
+
+    train, dev = load_dataset("es", "train")[:150], load_dataset("es", "dev")[:2 * MIN_ITEMS]
+    featurizer, problem, _ = build_parsing_problem(train, "single", siblings=siblings)
+    sib = problem.features.siblings if siblings else None
+    w = np.random.default_rng(5).normal(size=problem.features.n_features)
+    plain = uas_scorer(featurizer, dev, "single", siblings=sib, jobs=1)(w)
+    for room in (1 << 30, 200_000):  # all kept, then a few
+        budget = CacheBudget(room)
+        score = uas_scorer(featurizer, dev, "single", siblings=sib, budget=budget, jobs=2)
+        assert budget.room == room  # nothing compiled before the first score
+        assert score(w) == plain
+        spent = room - budget.room
+        assert spent > 0 and (room < 1 << 30 or spent > 100_000)
+        assert score(w) == plain and budget.room == room - spent  # nothing compiled and kept again
 
 
 def test_map_blocks_order_and_processes() -> None:

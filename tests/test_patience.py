@@ -74,7 +74,7 @@ def test_patience_does_not_change_the_passes(data, patient) -> None:
 
 def test_max_seconds_keeps_the_best_pass(data) -> None:
     seen = EveryPass()
-    parser, result = train_parser(*data, max_passes=MAX_PASSES, max_seconds=2.0, labels=False, callbacks=[seen])
+    parser, result = train_parser(*data, max_passes=MAX_PASSES, max_seconds=0.5, labels=False, callbacks=[seen])
     assert result.records[-1].passes < MAX_PASSES
     best = _best(result.records)
     assert np.array_equal(parser.weights, seen.weights[best.passes])
