@@ -477,21 +477,25 @@ def _scores(cs, ws, outs):
 
 
 @njit(cache=True)
-def _scatter(cs, coef, target, record):
+def _scatter(cs, coef, target, record, pair_record):
     """target += sum_r coef[r] phi(r) over the cells r of the compiled sentence ``cs`` (coef ((n+1)^2,)).
 
     The coefficients of each entry (token keys alone, the bias, in-between trigrams) are summed per
-    slot first and added to their ids at the end; with ``record`` (int64, room for n_ent N_SLOTS ids)
-    those entries' ids are written there.  Returns the number recorded (the pair ids are
-    ``cs.pair_ids``).
+    slot first and added to their ids at the end, entry by entry in order; only the entries of the
+    cells with a coefficient are visited (a visit of BCFW or EG changes a few heads of a sentence, and
+    its other cells cost a test each).  With ``record`` (int64, room for n_ent N_SLOTS ids) those
+    entries' ids are written there, with ``pair_record`` (room for pair_ptr[-1]) the pair ids of the
+    cells with a coefficient.  Returns the numbers recorded in each.
     """
-    recording = record.shape[0] > 0
     count = 0
+    pairs = 0
     n, n_keys = cs.n, cs.n_keys
     size = n + 1
     n_ent = cs.ent_ids.shape[0]
-    ent_c = np.zeros((n_ent, N_SLOTS))
+    ent_c = np.empty((n_ent, N_SLOTS))  # rows set to 0 when first used
+    used = np.zeros(n_ent, dtype=np.bool_)
     tok = np.zeros((2 * size, N_SLOTS))  # per token and role: rows x (head) and size + x (modifier)
+    tok_used = np.zeros(2 * size, dtype=np.bool_)
     bias_at = 2 * size * n_keys
     pair_ptr, pair_ids, tags, pair_block, blocks = cs.pair_ptr, cs.pair_ids, cs.tags, cs.pair_block, cs.blocks
     for h in range(size):
@@ -504,24 +508,42 @@ def _scatter(cs, coef, target, record):
             tok[h, slot] += c
             tok[size + m, 0] += c
             tok[size + m, slot] += c
+            tok_used[h] = True
+            tok_used[size + m] = True
+            if not used[bias_at]:
+                used[bias_at] = True
+                ent_c[bias_at, :] = 0.0
             ent_c[bias_at, 0] += c
             ent_c[bias_at, slot] += c
             r = h * size + m
             for q in range(pair_ptr[r], pair_ptr[r + 1]):
                 target[pair_ids[q]] += c
+            if pair_record.shape[0] > 0:
+                for q in range(pair_ptr[r], pair_ptr[r + 1]):
+                    pair_record[pairs] = pair_ids[q]
+                    pairs += 1
             if abs(h - m) >= 2:
                 for j in range(2):
                     pb = pair_block[j, tags[j, h], tags[j, m]]
                     for b in range(min(h, m) + 1, max(h, m)):
                         e = blocks[pb, tags[j, b]]
                         if e >= 0:
+                            if not used[e]:
+                                used[e] = True
+                                ent_c[e, :] = 0.0
                             ent_c[e, 0] += c
                             ent_c[e, slot] += c
     for x in range(size):
         for role in range(2):
-            for k in range(n_keys):
-                ent_c[(2 * x + role) * n_keys + k, :] = tok[role * size + x, :]
+            if tok_used[role * size + x]:
+                for k in range(n_keys):
+                    e = (2 * x + role) * n_keys + k
+                    used[e] = True
+                    ent_c[e, :] = tok[role * size + x, :]
+    recording = record.shape[0] > 0
     for e in range(n_ent):
+        if not used[e]:
+            continue
         for slot in range(N_SLOTS):
             v = ent_c[e, slot]
             fid = cs.ent_ids[e, slot]
@@ -530,18 +552,21 @@ def _scatter(cs, coef, target, record):
                 if recording:
                     record[count] = fid
                     count += 1
-    return count
+    return count, pairs
 
 
 @njit(cache=True)
 def _delta(cs, coef, buf, w, ids, vals):
     """delta = sum_r coef[r] phi(r) over the cells of the compiled sentence as a sparse vector: scattered
     into the zero work array ``buf`` (n_features,), then its non-zeros moved to ``ids`` / ``vals`` (room
-    for n_ent N_SLOTS + pair_ptr[-1]; ``buf`` is zero again).  Returns (count, w . delta, ||delta||^2)."""
+    for n_ent N_SLOTS + pair_ptr[-1]; ``buf`` is zero again).  Returns (count, w . delta, ||delta||^2).
+    Only the ids of the cells with a coefficient are read back (4 times faster than all the sentence's
+    pair ids on es, where a visit changes a few heads)."""
     touched = np.empty(cs.ent_ids.shape[0] * N_SLOTS, dtype=np.int64)
-    recorded = _scatter(cs, coef, buf, touched)
+    touched_pairs = np.empty(max(cs.pair_ptr[-1], 1), dtype=np.int64)
+    recorded, pairs = _scatter(cs, coef, buf, touched, touched_pairs)
     count, dot, sq = gather_nonzero(buf, touched[:recorded], w, ids, vals)
-    more, dot2, sq2 = gather_nonzero(buf, cs.pair_ids[:cs.pair_ptr[-1]], w, ids[count:], vals[count:])
+    more, dot2, sq2 = gather_nonzero(buf, touched_pairs[:pairs], w, ids[count:], vals[count:])
     return count + more, dot + dot2, sq + sq2
 
 
@@ -833,7 +858,7 @@ class ArcPartFeatures(PartRanges):
             size = cs.n + 1
             c = coef[at:at + r1 - r0]
             if r1 - r0 == size * size:
-                _scatter(cs, c, target, no_record)
+                _scatter(cs, c, target, no_record, no_record)
             else:
                 _cells(cs, r0, r1, c, target, c[:0], target, np.empty(self._id_room(cs, r1 - r0), dtype=np.int64))
             at += r1 - r0
