@@ -399,7 +399,7 @@ def train_labeler(featurizer: ArcFeaturizer, train: Sequence[Sentence], *, sigma
             return 100.0 * float(np.mean(labeler.best(labeler.scores(dev_events, w), dev_root) == dev_gold))
 
     spec = get_trainer("cd", MAXENT)
-    config = make_config(spec, C=1.0 / sigma2, max_passes=max_passes, tol=tol)
+    config = make_config(spec, C=1.0 / sigma2, max_passes=max_passes, tol=tol, grad_norm=False)
     result = spec.fit(problem, config=config, dev=dev_score, callbacks=tuple(callbacks))
     labeler.weights = np.ascontiguousarray(result.weights)
     return labeler, result

@@ -169,13 +169,17 @@ class MaxentProblem:
         S, T, _ = self._row_sums(self.check_weights(w))
         return _expected(self.ev_ptr, self.ev_pred, self.feat_ptr, self.feat_label, S, T)
 
-    def evaluate(self, w: np.ndarray, C: float, *, with_sums: bool = True) -> tuple[float, np.ndarray, Sums | None]:
-        """(f, gradient, and with ``with_sums`` the exact :class:`Sums` that coordinate steps update) at ``w``."""
+    def evaluate(self, w: np.ndarray, C: float, *, with_sums: bool = True,
+                 gradient: bool = True) -> tuple[float, np.ndarray | None, Sums | None]:
+        """(f, gradient (None without ``gradient``: a pass over the events saved), and with ``with_sums``
+        the exact :class:`Sums` that coordinate steps update) at ``w``."""
         w = self.check_weights(w)
         S, T, nll = self._row_sums(w)
-        E = _expected(self.ev_ptr, self.ev_pred, self.feat_ptr, self.feat_label, S, T)
+        grad = None
+        if gradient:
+            grad = _expected(self.ev_ptr, self.ev_pred, self.feat_ptr, self.feat_label, S, T) - self.emp + C * w
         sums = Sums(np.ascontiguousarray(S.T), T) if with_sums else None
-        return nll + 0.5 * C * float(w @ w), E - self.emp + C * w, sums
+        return nll + 0.5 * C * float(w @ w), grad, sums
 
 
 @njit(cache=True)
@@ -276,6 +280,7 @@ class MaxentConfig:
     tol: float = 1e-5
     gtol: float = 0.0
     max_seconds: float | None = None
+    grad_norm: bool = True  # record ||grad f|| every pass (without a gtol, only the records read it)
 
     def __post_init__(self) -> None:
         check_budget(C=self.C, max_passes=self.max_passes, tol=self.tol, max_seconds=self.max_seconds)
@@ -300,8 +305,14 @@ def fit_in_passes(problem: MaxentProblem, config: MaxentConfig,
     w = _start_weights(problem, state)
     rec = Recorder(problem.n_examples, dev, callbacks)
     rng = None if seed is None else np.random.default_rng(seed)
-    f, g, sums = problem.evaluate(w, config.C)
-    rec.record(0, w, f, C=config.C, grad_norm=float(np.linalg.norm(g)))
+    gradient = config.grad_norm or config.gtol > 0
+
+    def evaluate() -> tuple[float, float | None, Sums]:
+        f, g, sums = problem.evaluate(w, config.C, gradient=gradient)
+        return f, None if g is None else float(np.linalg.norm(g)), sums
+
+    f, norm, sums = evaluate()
+    rec.record(0, w, f, C=config.C, grad_norm=norm)
     converged = _converged(rec.records, config)
     failed_pass = 0
     passes = 0
@@ -314,12 +325,12 @@ def fit_in_passes(problem: MaxentProblem, config: MaxentConfig,
         rec.seconds += time.perf_counter() - start
         rec.visits += problem.n_examples
         passes += 1
-        f, g, sums = problem.evaluate(w, config.C)
+        f, norm, sums = evaluate()
         if not np.isfinite(f) or f > rec.records[-1].primal:
             w[:] = good
             failed_pass = passes
             break
-        rec.record(passes, w, f, C=config.C, grad_norm=float(np.linalg.norm(g)))
+        rec.record(passes, w, f, C=config.C, grad_norm=norm)
         converged = _converged(rec.records, config)
     return TrainResult(w, rec.records, converged, {"w": w, "failed_pass": np.array(failed_pass)})
 
