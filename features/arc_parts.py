@@ -57,7 +57,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from egnlp.features.arc_featurizer import SentenceAtoms, _hashed_id, _known_bits, find_ids
+from egnlp.features.arc_featurizer import SentenceAtoms, _hashed_id, _known_bits, empty_id_table, find_ids
 from egnlp.features.arc_templates import (_BETWEEN_COLS, K_FEATS, N_PAIR, N_SLOTS, USE_FEATS, EncodedCorpus,
                                           _between_key, _bias_key, _head_pair_keys, _head_prefixes, _modifier_atoms,
                                           _n_sets, _pair_used, _token_keys, dirdist_slot)
@@ -745,7 +745,7 @@ class ArcPartFeatures(PartRanges):
             self._tables = featurizer.id_tables()
             self.table, self.tag_table = self._tables.all, self._tables.tags
         else:
-            self.table = self.tag_table = np.zeros((16, 2), dtype=np.uint64)
+            self.table = self.tag_table = empty_id_table()
         self.n_features = int(featurizer.n_features)
         sizes = np.diff(encoded.tok_ptr)  # n + 1 per sentence
         if sizes.size and sizes.min() < 1:

@@ -7,7 +7,7 @@ import pytest
 
 from egnlp.corpora import load_dataset
 from egnlp.corpora.sentence import Sentence
-from egnlp.features.arc_featurizer import ArcFeaturizer, find_ids, slot_id
+from egnlp.features.arc_featurizer import FILTER_SHARE, ArcFeaturizer, find_ids, slot_id
 from egnlp.features.arc_parts import ArcPartFeatures, CompiledSentence
 from egnlp.features.arc_templates import N_PAIR, N_SLOTS, _pair_used, _tag_template, arc_keys, dirdist_slot
 from egnlp.parser.problem import ParsingProblem
@@ -241,3 +241,10 @@ def test_the_alphabet_is_that_of_the_gold_arcs(data):
     absent = np.setdiff1d(f.keys, f.keys[f._tag_rows])[:50]
     assert all(find_ids(tables.tags, key) == -1 for key in absent)
     assert find_ids(tables.all, np.uint64(12345)) == -1 and np.uint64(12345) not in set(f.keys.tolist())
+    # the filter after the slots turns most absent keys away: one bit per key, so at most a 32nd of its bits
+    capacity = tables.all.shape[0] * FILTER_SHARE // (FILTER_SHARE + 1)
+    assert capacity & (capacity - 1) == 0 and 2 * f.keys.size <= capacity
+    set_bits = sum(bin(int(x)).count("1") for x in tables.all[capacity:].ravel())
+    assert 0.9 * f.keys.size < set_bits <= f.keys.size and set_bits <= 16 * capacity / 32
+    random_keys = np.setdiff1d(np.random.default_rng(6).integers(1, 2**63, size=2000, dtype=np.uint64), f.keys)
+    assert all(find_ids(tables.all, key) == -1 for key in random_keys)
