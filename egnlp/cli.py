@@ -181,8 +181,9 @@ def parser_train(
                                              help="Keep up to this many MiB "
                                              "of compiled training and dev sentences for later passes instead of "
                                              "compiling them again at every pass: less time, more memory, the "
-                                             "same model (es: about 700 MiB keeps them all, 1.3 GiB with --siblings).",
-                                             show_default="1024 for egr, else 0"),
+                                             "same model (es: about 300 MiB keeps them all, about 1 GiB with "
+                                             "--siblings); 0 keeps none.",
+                                             show_default="1024 for egr, else the dev sentences up to 64"),
     pos: Optional[TagColumns] = typer.Option(None, "--pos", help="Tag columns the features read: both, upos "
                                              "(CPOSTAG) or xpos (POSTAG).", show_default="both where both are filled"),
     labels: bool = typer.Option(True, "--labels/--no-labels", help="Train the arc labeler when the training data "
