@@ -160,6 +160,7 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
                 add_sparse(W, ids, vals, ids.shape[0], gamma)
                 sets.step(i, z, gamma)
         rec.seconds += time.perf_counter() - start - eval_seconds
+        w_eval = None  # a copy as long as the features, not needed again: not held through the records and forks
         if pending is not None:  # the last pass's record, now that its primal is known
             converged = record(pending, inline=True)
             if converged or rec.stopped:  # this pass was one too many: the recorded point is the result
