@@ -93,9 +93,15 @@ FILTER_SHARE = 8
 
 
 @njit(cache=True)
+def _capacity(table):
+    """The slots of an id table (a power of two), its rows less the filter's."""
+    return table.shape[0] * FILTER_SHARE // (FILTER_SHARE + 1)
+
+
+@njit(cache=True)
 def _filter_bit(table, key_hash):
     """(row, column, bit) of a key's bit in an id table's filter, from its hash ``combine(key, 0)``."""
-    capacity = table.shape[0] * FILTER_SHARE // (FILTER_SHARE + 1)
+    capacity = _capacity(table)
     b = (key_hash >> np.uint64(24)) & np.uint64(capacity * 128 // FILTER_SHARE - 1)
     return capacity + (b >> np.uint64(7)), (b >> np.uint64(6)) & np.uint64(1), b & np.uint64(63)
 
@@ -154,7 +160,7 @@ def packed_rows(n_keys, codes):
 @njit(cache=True)
 def _fill_id_table(keys, codes, rows, table):
     packed = packed_rows(keys.shape[0], codes)
-    wrap = np.uint64(table.shape[0] * FILTER_SHARE // (FILTER_SHARE + 1) - 1)
+    wrap = np.uint64(_capacity(table) - 1)
     for row in rows:
         key_hash = combine(keys[row], 0)
         r, c, bit = _filter_bit(table, key_hash)
@@ -173,7 +179,7 @@ def find_ids(table, key):
     r, c, bit = _filter_bit(table, key_hash)
     if (table[r, c] >> bit) & np.uint64(1) == 0:
         return np.int64(-1)
-    wrap = np.uint64(table.shape[0] * FILTER_SHARE // (FILTER_SHARE + 1) - 1)
+    wrap = np.uint64(_capacity(table) - 1)
     slot = key_hash & wrap
     while True:
         k = table[slot, 0]
