@@ -12,7 +12,7 @@
 
 Small models are trained through the CLI once per module: a labeled parser (60 ``es`` sentences, 1
 pass) and a CRF POS tagger on a CoNLL-2000 three-column file (100 sentences, 2 passes). The
-interrupt, terminal and import tests run ``python -m egnlp.cli`` in a subprocess. Set NLTK_DATA to
+interrupt, terminal and import tests run ``python -m egnlp`` in a subprocess. Set NLTK_DATA to
 the project's NLTK data folder.
 """
 
@@ -105,8 +105,8 @@ def tagger_file(files: dict[str, Path]) -> Path:
 
 
 def egnlp(*args: object, **kwargs) -> subprocess.Popen:
-    """``python -m egnlp.cli ARGS`` in a subprocess."""
-    return subprocess.Popen([sys.executable, "-m", "egnlp.cli", *map(str, args)], **kwargs)
+    """``python -m egnlp ARGS`` in a subprocess."""
+    return subprocess.Popen([sys.executable, "-m", "egnlp", *map(str, args)], **kwargs)
 
 
 # --- help ----------------------------------------------------------------------------------------
@@ -578,6 +578,18 @@ def test_a_terminal_gets_a_progress_bar(files: dict[str, Path]) -> None:
 
 
 # --- start-up ------------------------------------------------------------------------------------
+
+
+def test_python_dash_m_egnlp_is_the_program() -> None:
+    from importlib.metadata import version
+
+    process = egnlp("--version", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = process.communicate(timeout=120)
+    assert (process.returncode, stdout, stderr) == (0, f"egnlp {version('egnlp')}\n", "")
+    process = egnlp("parser", "nosuch", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 2 and stdout == ""
+    assert stderr.startswith("error: No such command 'nosuch'") and "python -m egnlp parser --help" in stderr
 
 
 @pytest.mark.parametrize("args", [["--help"], ["data", "list"], ["parser", "train", "--help"]])
