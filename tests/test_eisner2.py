@@ -27,7 +27,8 @@ from egnlp.parser.eisner2 import (
     tree_parts,
 )
 
-from tree_space_checks import KNOWN_PROJECTIVE_COUNTS, count_projective_trees, projective_trees
+from tree_space_checks import (KNOWN_PROJECTIVE_COUNTS, count_projective_trees, head_of_part, in_space,
+                               modifier_of_part, projective_trees)
 
 ROOTS = ("multi", "single")
 KINDS = ("normal", "forbid", "ties")
@@ -72,52 +73,6 @@ def naive_triples(heads) -> list[tuple[int, int | None, int]]:
         s = min(between, key=lambda k: abs(k - m)) if between else None
         out.append((h, s, m))
     return out
-
-
-def modifier_of_part(size: int) -> np.ndarray:
-    """(n_parts,) int64: the modifier m of every part."""
-    off = sibling_offsets(size)
-    out = np.empty(n_sibling_parts(size), dtype=np.int64)
-    for h in range(size):
-        for m in range(1, size):
-            if m != h:
-                out[off[h, m] : off[h, m] + abs(h - m)] = m
-    return out
-
-
-def head_of_part(size: int) -> np.ndarray:
-    """(n_parts,) int64: the head h of every part."""
-    off = sibling_offsets(size)
-    out = np.empty(n_sibling_parts(size), dtype=np.int64)
-    for h in range(size):
-        for m in range(1, size):
-            if m != h:
-                out[off[h, m] : off[h, m] + abs(h - m)] = h
-    return out
-
-
-def is_projective_tree(heads: np.ndarray) -> bool:
-    """A tree rooted at 0 (every word reaches 0) with no two crossing arcs."""
-    n1 = len(heads)
-    if heads.dtype != np.int64 or heads.shape != (n1,) or heads[0] != -1:
-        return False
-    h = heads[1:]
-    m = np.arange(1, n1)
-    if ((h < 0) | (h >= n1) | (h == m)).any():
-        return False
-    for w in range(1, n1):
-        k, steps = w, 0
-        while k != 0 and steps <= n1:
-            k, steps = heads[k], steps + 1
-        if k != 0:
-            return False
-    lo, hi = np.minimum(h, m), np.maximum(h, m)
-    cross = (lo[:, None] < lo[None, :]) & (lo[None, :] < hi[:, None]) & (hi[:, None] < hi[None, :])
-    return not cross.any()
-
-
-def in_space(heads: np.ndarray, root: str) -> bool:
-    return is_projective_tree(heads) and (root == "multi" or int((heads[1:] == 0).sum()) == 1)
 
 
 def score(theta: np.ndarray, heads: np.ndarray) -> float:

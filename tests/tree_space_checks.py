@@ -1,4 +1,5 @@
-"""Checks shared by the tests of the tree spaces (parser.eisner, parser.nonprojective).
+"""Checks shared by the tests of the tree spaces (parser.eisner, parser.nonprojective, parser.eisner2,
+parser.eisner3).
 
 Each inference module offers an argmax, a loss-augmented argmax, a
 log-partition function and marginals over (n + 1, n + 1) arc scores
@@ -20,6 +21,7 @@ from hypothesis.extra import numpy as hnp
 from scipy.special import logsumexp
 
 from egnlp.parser.eisner import tree_score
+from egnlp.parser.eisner2 import n_sibling_parts, sibling_offsets
 
 ROOTS = ("multi", "single")
 
@@ -276,3 +278,53 @@ def check_invalid_cost(argmax_augmented) -> None:
         argmax_augmented(s, np.zeros((4, 4)))
     with pytest.raises(ValueError, match="cost contains NaN"):
         argmax_augmented(s, np.full((3, 3), np.nan))
+
+
+# --- sibling parts (parser.eisner2 layout) and projective trees as head arrays ---
+
+
+def _part_arcs(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(heads, modifiers), (n_parts,) int64 each: the arc (h, m) of every sibling part."""
+    off = sibling_offsets(size)
+    heads = np.empty(n_sibling_parts(size), dtype=np.int64)
+    mods = np.empty_like(heads)
+    for h in range(size):
+        for m in range(1, size):
+            if m != h:
+                heads[off[h, m] : off[h, m] + abs(h - m)] = h
+                mods[off[h, m] : off[h, m] + abs(h - m)] = m
+    return heads, mods
+
+
+def modifier_of_part(size: int) -> np.ndarray:
+    """(n_parts,) int64: the modifier m of every sibling part."""
+    return _part_arcs(size)[1]
+
+
+def head_of_part(size: int) -> np.ndarray:
+    """(n_parts,) int64: the head h of every sibling part."""
+    return _part_arcs(size)[0]
+
+
+def is_projective_tree(heads: np.ndarray) -> bool:
+    """A tree rooted at 0 (every word reaches 0) with no two crossing arcs."""
+    n1 = len(heads)
+    if heads.dtype != np.int64 or heads.shape != (n1,) or heads[0] != -1:
+        return False
+    h = heads[1:]
+    m = np.arange(1, n1)
+    if ((h < 0) | (h >= n1) | (h == m)).any():
+        return False
+    for w in range(1, n1):
+        k, steps = w, 0
+        while k != 0 and steps <= n1:
+            k, steps = heads[k], steps + 1
+        if k != 0:
+            return False
+    lo, hi = np.minimum(h, m), np.maximum(h, m)
+    cross = (lo[:, None] < lo[None, :]) & (lo[None, :] < hi[:, None]) & (hi[:, None] < hi[None, :])
+    return not cross.any()
+
+
+def in_space(heads: np.ndarray, root: str) -> bool:
+    return is_projective_tree(heads) and (root == "multi" or int((heads[1:] == 0).sum()) == 1)

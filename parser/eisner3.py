@@ -1,0 +1,636 @@
+"""Third-order projective dependency parsing with sibling and grandparent parts.
+
+The grand-sibling dynamic program of Koo and Collins (2010, Sec. 4, Model 1,
+"Efficient third-order dependency parsers"): every item of the second-order
+chart is also indexed by the head's own head g, so the parts of an arc may
+look at its grandparent.  The grand-sibling score of the arc h -> m, with s
+the previous sibling of m and g the head of h, is factored as
+
+    score(g, h, s, m) = theta(h, s, m) + G[g, h, m],
+
+so a tree scores the sum of its *sibling parts* (h, s, m) (McDonald and
+Pereira 2006, the parts and flat layout of :mod:`egnlp.parser.eisner2`) plus
+the sum of its *grandparent parts* (g, h, m) (Carreras 2007): one for every
+arc h -> m with h >= 1, g = heads[h].  The root's own arcs (h = 0) have no
+grandparent part.  Three dynamic programs share one chart layout: the best
+tree (argmax), the log-partition function (inside), and the part marginals
+(inside-outside, as the reverse-mode derivative of inside).  All run in
+O(n^4) time and O(n^3) chart memory, in log space.
+
+Parts convention
+----------------
+A sentence has ``size = n + 1`` positions: the artificial root at 0 and the
+words 1..n, with n >= 1.  A tree is an int64 array ``heads`` of length
+``size`` with ``heads[0] == -1`` and ``heads[m]`` in 0..n the head of word m.
+
+* Sibling parts: ``theta``, a flat float64 vector of length
+  ``n_sibling_parts(size)`` laid out by ``sibling_offsets(size)``, exactly as
+  in :mod:`egnlp.parser.eisner2` (``tree_parts``, ``sibling_indicator``).
+* Grandparent parts: ``G``, a float64 array of shape (size, size, size)
+  indexed ``G[g, h, m]``.  ``grand_parts`` lists the (g, h, m) of a tree,
+  ``grand_indicator`` is their 0/1 array.  Entries that no projective tree
+  uses (h = 0, m = 0, h = m, g = h, g = m, or g strictly between h and m) are
+  never read: they may hold any finite value or -inf.
+
+Entries of ``theta`` and ``G`` are finite, or -inf for a part no tree may
+use.  A tree's score is ``theta[tree_parts(heads)].sum() +
+G[tuple(grand_parts(heads).T)].sum()`` (indexing rather than a product with
+the indicators, since -inf * 0 is NaN).
+
+Tree spaces, chosen by ``root``:
+
+* ``"multi"``: every projective tree rooted at 0; the root may have any
+  number of children.
+* ``"single"``: the projective trees in which the root has exactly one child.
+
+Projective means that no two arcs cross when the root is drawn at position 0,
+left of the words.
+
+Chart layout (shared by all kernels)
+------------------------------------
+Every chart is a (size, size, size) float64 array.  The first index is the
+head of the item's head: a position g outside the item's span (g < s or
+g > t for the span s..t).  The root has no head: its items (span 0..t) use
+the slot g = 0, which no real grandparent of that span can take.
+
+* ``C[g, h, e]``: complete item with head h whose subtree covers h..e
+  (``e > h``: right-facing; ``e < h``: left-facing), h's head being g.
+  ``C[g, h, h] = 0``.
+* ``I[g, h, m]``: incomplete item, the arc h -> m (h's head being g)
+  together with the material between h and m and with h's modifiers between
+  h and m.  The last parts it adds are the sibling and grandparent parts of
+  the arc h -> m.
+* ``S[h, s, t]`` (1 <= s < t, h outside s..t): sibling item, a
+  right-complete half of s and a left-complete half of t meeting in between,
+  both with head h: s and t are adjacent modifiers of h, with no arc between
+  them yet.
+* ``CT[g, e, h] = C[g, h, e]`` and ``ST[h, t, s] = S[h, s, t]``: second
+  copies, so that every inner loop walks along a row (contiguous memory).
+  Adjoint charts use the same trick.
+
+Recurrences (in the semiring (+) = log-sum-exp or max, (x) = +), for s < t
+and g outside s..t:
+
+* ``S[h, s, t] = (+)_{s <= u < t} C[h, s, u] + C[h, t, u + 1]``
+* ``I[g, s, t] = G[g, s, t] + (C[s, t, s + 1] + theta(s, none, t)
+  (+) (+)_{s < r < t} I[g, s, r] + S[s, r, t] + theta(s, r, t))``
+* ``I[g, t, s] = G[g, t, s] + (C[t, s, t - 1] + theta(t, none, s)
+  (+) (+)_{s < r < t} S[t, s, r] + I[g, t, r] + theta(t, r, s))``
+* ``C[g, s, t] = (+)_{s < r <= t} I[g, s, r] + C[s, r, t]``
+* ``C[g, t, s] = (+)_{s <= r < t} C[t, r, s] + I[g, t, r]``
+
+The modifiers' items (C[s, ...], C[t, ...], S[s, ...], S[t, ...]) carry the
+arc's head as their grandparent index.  The root's arcs (s = 0) use g = 0
+and add no G term, and the root has no left-facing items.  log Z (or the
+best score) is ``C[0, 0, n]``.  With ``root="single"`` the root's arcs keep
+only their "none" term, so the root has exactly one child.
+
+Each arc's incomplete item reduces over about n previous siblings for each
+of about n grandparents, so time is O(n^4).  Inside and argmax hold five
+charts (5 (n + 1)^3 float64: 41 MB at n = 100), the marginals ten.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from egnlp.parser.eisner import _is_single_root
+from egnlp.parser.eisner2 import _check_heads, _check_theta
+
+__all__ = [
+    "grand_argmax",
+    "grand_indicator",
+    "grand_log_partition",
+    "grand_marginals",
+    "grand_parts",
+]
+
+
+# ---------------------------------------------------------------------------
+# Kernel helpers: one reduction over a row pair, in each semiring
+# ---------------------------------------------------------------------------
+
+# log of the smallest normal float64, about -708.4: exp of anything below is subnormal or 0
+_TINY = -708.0
+
+
+@numba.njit(cache=True)
+def _lse_row(first, x, y, lo, hi, shift):
+    """log(exp(first) + sum_{r=lo}^{hi-1} exp(x[r] + y[r + shift])); -inf if all terms are -inf.
+
+    x, y: 1-D float64 rows.  ``first`` is a term outside the rows (-inf for none).
+    """
+    m = first
+    for r in range(lo, hi):
+        v = x[r] + y[r + shift]
+        if v > m:
+            m = v
+    if m == -np.inf:
+        return m
+    # Terms below exp(-708) are skipped: they underflow to subnormals (a slow path of exp) and are
+    # too small to change a sum that reaches 1 at the maximal term.
+    acc = 0.0
+    d = first - m
+    if d > _TINY:
+        acc = np.exp(d)
+    for r in range(lo, hi):
+        d = x[r] + y[r + shift] - m
+        if d > _TINY:
+            acc += np.exp(d)
+    return m + np.log(acc)
+
+
+@numba.njit(cache=True)
+def _max_row(first, x, y, lo, hi, shift):
+    """(max, argmax) of the terms of ``_lse_row``; argmax -1 stands for ``first``.
+
+    Ties go to ``first``, then to the smallest r.
+    """
+    best = first
+    arg = -1
+    for r in range(lo, hi):
+        v = x[r] + y[r + shift]
+        if v > best:
+            best = v
+            arg = r
+    return best, arg
+
+
+@numba.njit(cache=True)
+def _reduce_row(first, x, y, lo, hi, shift, use_max):
+    """One item's reduction in the chosen semiring: (value, argmax or -1 for ``first``) in
+    max-plus, (log-sum-exp, -1) in sum-product."""
+    if use_max:
+        return _max_row(first, x, y, lo, hi, shift)
+    return _lse_row(first, x, y, lo, hi, shift), -1
+
+
+@numba.njit(cache=True)
+def _lse_row_adjoint(x, y, lo, hi, shift, c, g, gx, gy):
+    """Reverse-mode step of the row terms of a log-sum-exp item.
+
+    With the item's adjoint g and ``c`` = (constant added to the reduction) -
+    (item value), each term's share g * exp(x[r] + y[r + shift] + c) is
+    added to ``gx[r]`` and ``gy[r + shift]``; the caller handles ``first``.
+    """
+    for r in range(lo, hi):
+        d = x[r] + y[r + shift] + c
+        if d > _TINY:
+            p = g * np.exp(d)
+            gx[r] += p
+            gy[r + shift] += p
+
+
+@numba.njit(cache=True)
+def _outside(k, s, w):
+    """The k-th position outside the span s..s + w, in increasing order."""
+    return k if k < s else k + w + 1
+
+
+@numba.njit(cache=True)
+def _right_siblings(b, ST, theta, o, s, t):
+    """b[r] = S[s, r, t] + theta(s, r, t) for s < r < t: the part of the arc s -> t after sibling r,
+    without its head's own incomplete item.  o = off[s, t]."""
+    for r in range(s + 1, t):
+        b[r] = ST[s, t, r] + theta[o - s + r]
+
+
+@numba.njit(cache=True)
+def _left_siblings(b, S, theta, o, s, t):
+    """b[r] = S[t, s, r] + theta(t, r, s) for s < r < t (arc t -> s after sibling r).  o = off[t, s]."""
+    for r in range(s + 1, t):
+        b[r] = S[t, s, r] + theta[o + t - r]
+
+
+# ---------------------------------------------------------------------------
+# Kernels
+# ---------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _charts(n1):
+    """Charts C, CT, I, S, ST of a sentence with n1 - 1 words, each (n1, n1, n1) float64.
+
+    C and CT hold 0 on every C[g, h, h] (the empty complete items); every
+    other entry starts at -inf and is overwritten by ``_fill`` where it is
+    defined (entries whose first index lies inside their span stay -inf).
+    """
+    C = np.full((n1, n1, n1), -np.inf)
+    CT = np.full((n1, n1, n1), -np.inf)
+    for g in range(n1):
+        for h in range(n1):
+            C[g, h, h] = 0.0
+            CT[g, h, h] = 0.0
+    shape = (n1, n1, n1)
+    return C, CT, np.full(shape, -np.inf), np.full(shape, -np.inf), np.full(shape, -np.inf)
+
+
+@numba.njit(cache=True)
+def _fill(theta, off, G, single, use_max, C, CT, I, S, ST):
+    """Fill the grand-sibling charts of Koo and Collins (2010) in log space, sum-product or max-plus.
+
+    theta: (n_parts,) float64 sibling-part scores; off: (n + 1, n + 1) int64
+    from ``sibling_offsets``; G: (n + 1, n + 1, n + 1) float64 grandparent
+    scores.  C, CT, I, S, ST from ``_charts``, overwritten.  The argmax's
+    split points are not kept: ``_argmax_kernel`` recomputes them along the
+    best derivation.  Returns log Z (or the best score) = C[0, 0, n].
+    """
+    n1 = C.shape[0]
+    n = n1 - 1
+    b = np.empty(n1)
+    for w in range(1, n1):
+        for s in range(n1 - w):
+            t = s + w
+            # Heads of the span's head: the n - w positions outside s..t, or
+            # the slot 0 alone for the root's items.
+            ng = 1 if s == 0 else n - w
+            if s > 0:
+                # S[h, s, t] = (+)_u C[h, s, u] + C[h, t, u + 1] for every common head h.
+                for k in range(ng):
+                    h = _outside(k, s, w)
+                    v, _ = _reduce_row(-np.inf, C[h, s], C[h, t], s, t, 1, use_max)
+                    S[h, s, t] = v
+                    ST[h, t, s] = v
+            # I[g, s, t] (arc s -> t): t is s's first right modifier,
+            #   C[s, t, s + 1] + theta(s, none, t),
+            # or follows the previous one r, s < r < t:
+            #   I[g, s, r] + S[s, r, t] + theta(s, r, t);
+            # plus G[g, s, t].  S[s, r, t] = ST[s, t, r].  A single root keeps only "none".
+            o = off[s, t]
+            first = C[s, t, s + 1] + theta[o]
+            siblings = not (single and s == 0)
+            if siblings:
+                _right_siblings(b, ST, theta, o, s, t)
+            for k in range(ng):
+                g = 0 if s == 0 else _outside(k, s, w)
+                if siblings:
+                    v, _ = _reduce_row(first, I[g, s], b, s + 1, t, 0, use_max)
+                else:
+                    v = first
+                if s > 0:
+                    v += G[g, s, t]
+                I[g, s, t] = v
+            # I[g, t, s] (arc t -> s): s is t's first left modifier,
+            #   C[t, s, t - 1] + theta(t, none, s),
+            # or follows the previous one r, s < r < t:
+            #   S[t, s, r] + I[g, t, r] + theta(t, r, s);
+            # plus G[g, t, s].  The root has no head: nothing for s = 0.
+            if s > 0:
+                o = off[t, s]
+                first = C[t, s, t - 1] + theta[o]
+                _left_siblings(b, S, theta, o, s, t)
+                for k in range(ng):
+                    g = _outside(k, s, w)
+                    v, _ = _reduce_row(first, I[g, t], b, s + 1, t, 0, use_max)
+                    I[g, t, s] = v + G[g, t, s]
+            # C[g, s, t]: the last right modifier r of s with r's right half, whose head is s;
+            # C[g, t, s]: the last left modifier r of t with r's left half.  C[s, r, t] = CT[s, t, r].
+            for k in range(ng):
+                g = 0 if s == 0 else _outside(k, s, w)
+                v, _ = _reduce_row(-np.inf, I[g, s], CT[s, t], s + 1, t + 1, 0, use_max)
+                C[g, s, t] = v
+                CT[g, t, s] = v
+                if s > 0:
+                    v, _ = _reduce_row(-np.inf, CT[t, s], I[g, t], s, t, 0, use_max)
+                    C[g, t, s] = v
+                    CT[g, s, t] = v
+    return C[0, 0, n]
+
+
+@numba.njit(cache=True)
+def _inside_kernel(theta, off, G, single):
+    """log Z over the tree space; theta (n_parts,), off (n + 1, n + 1) int64, G (n + 1,) * 3."""
+    C, CT, I, S, ST = _charts(off.shape[0])
+    return _fill(theta, off, G, single, False, C, CT, I, S, ST)
+
+
+@numba.njit(cache=True)
+def _inside_outside_kernel(theta, off, G, single):
+    """(log Z, mu_sib, mu_grand): the probability that a tree uses each part.
+
+    mu_sib: (n_parts,) float64, laid out like theta; mu_grand: (n + 1,) * 3
+    float64, laid out like G, 0 on the entries no tree uses.  The outside pass
+    is the reverse-mode derivative of the inside ``_fill``: the adjoint of an
+    item is d log Z / d item, the probability that a tree uses it, so
+    adjoints stay in linear space in [0, 1] and every term's share
+    g * exp(term - item) has a non-positive exponent.  G[g, h, m] enters only
+    I[g, h, m], so its marginal is that item's adjoint; each sibling part
+    enters one term of the items I[., h, m], so its marginal is the sum of
+    those terms' shares.
+    """
+    n1 = off.shape[0]
+    n = n1 - 1
+    C, CT, I, S, ST = _charts(n1)
+    log_z = _fill(theta, off, G, single, False, C, CT, I, S, ST)
+    gtheta = np.zeros(theta.shape[0])
+    # The adjoint of C[g, h, e] is gC[g, h, e] + gCT[g, e, h]; of S[h, s, t], gS[h, s, t] + gST[h, t, s].
+    gI = np.zeros((n1, n1, n1))
+    if log_z == -np.inf:
+        return log_z, gtheta, gI
+    gC = np.zeros((n1, n1, n1))
+    gCT = np.zeros((n1, n1, n1))
+    gS = np.zeros((n1, n1, n1))
+    gST = np.zeros((n1, n1, n1))
+    gC[0, 0, n] = 1.0
+    b = np.empty(n1)
+    gb = np.zeros(n1)  # the sibling terms' shares of one arc, summed over its grandparents
+    # Visit items in the reverse order of _fill: wider spans first, and within
+    # a span the complete items, then the incomplete ones, then the sibling
+    # items (each item after all the items that use it).
+    for w in range(n, 0, -1):
+        for s in range(n1 - w):
+            t = s + w
+            ng = 1 if s == 0 else n - w
+            # C[g, t, s] = logsum_r CT[t, s, r] + I[g, t, r];  C[g, s, t] = logsum_r I[g, s, r] + CT[s, t, r]
+            for k in range(ng):
+                g = 0 if s == 0 else _outside(k, s, w)
+                if s > 0:
+                    a = gC[g, t, s] + gCT[g, s, t]
+                    v = C[g, t, s]
+                    if a != 0.0 and v > -np.inf:
+                        _lse_row_adjoint(CT[t, s], I[g, t], s, t, 0, -v, a, gCT[t, s], gI[g, t])
+                a = gC[g, s, t] + gCT[g, t, s]
+                v = C[g, s, t]
+                if a != 0.0 and v > -np.inf:
+                    _lse_row_adjoint(I[g, s], CT[s, t], s + 1, t + 1, 0, -v, a, gI[g, s], gCT[s, t])
+            # I[g, t, s] = G[g, t, s] + (C[t, s, t - 1] + theta(t, none, s)
+            #              (+) logsum_r S[t, s, r] + I[g, t, r] + theta(t, r, s))
+            if s > 0:
+                o = off[t, s]
+                first = C[t, s, t - 1] + theta[o]
+                _left_siblings(b, S, theta, o, s, t)
+                p_first = 0.0
+                for k in range(ng):
+                    g = _outside(k, s, w)
+                    a = gI[g, t, s]
+                    v = I[g, t, s]
+                    if a != 0.0 and v > -np.inf:
+                        c = G[g, t, s] - v
+                        p_first += a * np.exp(first + c)
+                        _lse_row_adjoint(I[g, t], b, s + 1, t, 0, c, a, gI[g, t], gb)
+                gC[t, s, t - 1] += p_first
+                gtheta[o] += p_first
+                for r in range(s + 1, t):
+                    gS[t, s, r] += gb[r]
+                    gtheta[o + t - r] += gb[r]
+                    gb[r] = 0.0
+            # I[g, s, t] = G[g, s, t] + (C[s, t, s + 1] + theta(s, none, t)
+            #              (+) logsum_r I[g, s, r] + S[s, r, t] + theta(s, r, t))
+            o = off[s, t]
+            first = C[s, t, s + 1] + theta[o]
+            siblings = not (single and s == 0)
+            if siblings:
+                _right_siblings(b, ST, theta, o, s, t)
+            p_first = 0.0
+            for k in range(ng):
+                g = 0 if s == 0 else _outside(k, s, w)
+                a = gI[g, s, t]
+                v = I[g, s, t]
+                if a != 0.0 and v > -np.inf:
+                    c = (G[g, s, t] if s > 0 else 0.0) - v
+                    p_first += a * np.exp(first + c)
+                    if siblings:
+                        _lse_row_adjoint(I[g, s], b, s + 1, t, 0, c, a, gI[g, s], gb)
+            gC[s, t, s + 1] += p_first
+            gtheta[o] += p_first
+            if siblings:
+                for r in range(s + 1, t):
+                    gST[s, t, r] += gb[r]
+                    gtheta[o - s + r] += gb[r]
+                    gb[r] = 0.0
+            # S[h, s, t] = logsum_u C[h, s, u] + C[h, t, u + 1]
+            if s > 0:
+                for k in range(ng):
+                    h = _outside(k, s, w)
+                    a = gS[h, s, t] + gST[h, t, s]
+                    v = S[h, s, t]
+                    if a != 0.0 and v > -np.inf:
+                        _lse_row_adjoint(C[h, s], C[h, t], s, t, 1, -v, a, gC[h, s], gC[h, t])
+    # d log Z / d G[g, h, m] = adjoint of I[g, h, m]; the root's arcs (h = 0) have no G term.
+    gI[:, 0, :] = 0.0
+    return log_z, gtheta, gI
+
+
+@numba.njit(cache=True)
+def _argmax_kernel(theta, off, G, single):
+    """(best score, heads) by the grand-sibling Eisner algorithm in the max-plus semiring.
+
+    theta: (n_parts,) float64; off: (n + 1, n + 1) int64; G: (n + 1,) * 3
+    float64.  heads: (n + 1,) int64, heads[0] = -1.  The backtrack recomputes
+    each visited item's best split with the arithmetic of the fill, so it
+    finds the split that produced the item's value.  Ties go to "no sibling",
+    then to the smallest split point.  If no tree has a finite score the
+    returned score is -inf and heads is meaningless.
+    """
+    n1 = off.shape[0]
+    n = n1 - 1
+    C, CT, I, S, ST = _charts(n1)
+    best = _fill(theta, off, G, single, True, C, CT, I, S, ST)
+    heads = np.full(n1, -1, dtype=np.int64)
+    if best == -np.inf:
+        return best, heads
+
+    # Backtrack from C[0, 0, n] with an explicit stack of (kind, g, a, b), kind 0:
+    # C[g, a, b], 1: I[g, a, b], 2: S[g, a, b] (g the common head).  A derivation
+    # has n incomplete, at most n sibling and at most 5n + 1 complete items.
+    b = np.empty(n1)
+    cap = 8 * n1
+    st_k = np.empty(cap, dtype=np.int64)
+    st_g = np.empty(cap, dtype=np.int64)
+    st_a = np.empty(cap, dtype=np.int64)
+    st_b = np.empty(cap, dtype=np.int64)
+    st_k[0], st_g[0], st_a[0], st_b[0] = 0, 0, 0, n
+    top = 1
+    while top > 0:
+        top -= 1
+        kind, g, x, y = st_k[top], st_g[top], st_a[top], st_b[top]
+        if kind == 0:
+            if x == y:
+                continue
+            if y > x:
+                # C[g, x, y] = I[g, x, r] + C[x, r, y]
+                _, r = _max_row(-np.inf, I[g, x], CT[x, y], x + 1, y + 1, 0)
+            else:
+                # C[g, x, y] = C[x, r, y] + I[g, x, r]
+                _, r = _max_row(-np.inf, CT[x, y], I[g, x], y, x, 0)
+            st_k[top], st_g[top], st_a[top], st_b[top] = 1, g, x, r
+            st_k[top + 1], st_g[top + 1], st_a[top + 1], st_b[top + 1] = 0, x, r, y
+            top += 2
+        elif kind == 1:
+            heads[y] = x
+            if y > x:
+                o = off[x, y]
+                if single and x == 0:
+                    r = -1
+                else:
+                    _right_siblings(b, ST, theta, o, x, y)
+                    _, r = _max_row(C[x, y, x + 1] + theta[o], I[g, x], b, x + 1, y, 0)
+                inner = x + 1
+            else:
+                o = off[x, y]
+                _left_siblings(b, S, theta, o, y, x)
+                _, r = _max_row(C[x, y, x - 1] + theta[o], I[g, x], b, y + 1, x, 0)
+                inner = x - 1
+            if r == -1:
+                # No sibling: the words between x and y form y's inner half, with head x above y.
+                st_k[top], st_g[top], st_a[top], st_b[top] = 0, x, y, inner
+                top += 1
+            else:
+                # Previous sibling r: I[g, x, r] and the sibling item of r and y under x.
+                st_k[top], st_g[top], st_a[top], st_b[top] = 1, g, x, r
+                st_k[top + 1], st_g[top + 1], st_a[top + 1], st_b[top + 1] = 2, x, min(r, y), max(r, y)
+                top += 2
+        else:
+            # S[g, x, y] = C[g, x, u] + C[g, y, u + 1]
+            _, u = _max_row(-np.inf, C[g, x], C[g, y], x, y, 1)
+            st_k[top], st_g[top], st_a[top], st_b[top] = 0, g, x, u
+            st_k[top + 1], st_g[top + 1], st_a[top + 1], st_b[top + 1] = 0, g, y, u + 1
+            top += 2
+    return best, heads
+
+
+# ---------------------------------------------------------------------------
+# Grandparent parts of a tree
+# ---------------------------------------------------------------------------
+
+
+def grand_parts(heads: ArrayLike) -> NDArray[np.int64]:
+    """The grandparent parts (g, h, m) of a tree.
+
+    Args:
+        heads: (n + 1,) integer heads of any tree rooted at 0 (projective or
+            not), heads[0] = -1.
+
+    Returns:
+        (k, 3) int64: one row (g, h, m) for every word m whose head h is a
+        word (h >= 1), with g = heads[h]; rows in increasing m.  The words
+        attached to the root have no grandparent part, so k = n - (number of
+        root children).
+    """
+    arr = _check_heads(heads)
+    m = np.arange(1, arr.shape[0], dtype=np.int64)
+    h = arr[1:]
+    keep = h >= 1
+    m, h = m[keep], h[keep]
+    return np.stack([arr[h], h, m], axis=1)
+
+
+def grand_indicator(heads: ArrayLike, size: int | None = None) -> NDArray[np.float64]:
+    """Indicator of the grandparent parts of a tree: (size, size, size) float64.
+
+    1.0 at G[g, h, m] for each row of ``grand_parts(heads)``, 0.0 elsewhere.
+    ``size`` (optional) must equal len(heads).  Any tree rooted at 0 is
+    accepted, projective or not (e.g. a gold tree).
+    """
+    parts = grand_parts(heads)
+    n1 = len(np.asarray(heads))
+    if size is not None and size != n1:
+        raise ValueError(f"size must equal len(heads) = {n1}, got {size!r}")
+    out = np.zeros((n1, n1, n1))
+    out[parts[:, 0], parts[:, 1], parts[:, 2]] = 1.0
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Validating wrappers
+# ---------------------------------------------------------------------------
+
+
+def _check_grand(G: ArrayLike, size: int) -> NDArray[np.float64]:
+    """Validate grandparent-part scores for a (validated) sentence size; return them as C-contiguous
+    float64."""
+    arr = np.asarray(G)
+    if arr.ndim != 3:
+        raise ValueError(f"G must be a 3-D (size, size, size) array of grandparent-part scores, "
+                         f"got {arr.ndim} dimensions")
+    if arr.shape != (size, size, size):
+        raise ValueError(f"G must have shape ({size}, {size}, {size}) for size {size}, got {arr.shape}")
+    if not np.issubdtype(arr.dtype, np.floating):
+        raise ValueError(f"G must hold floating-point values, got dtype {arr.dtype}")
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if not (arr < np.inf).all():  # false for NaN and +inf
+        if np.isnan(arr).any():
+            raise ValueError("G contains NaN")
+        raise ValueError("G contains +inf (only finite values and -inf are allowed)")
+    return arr
+
+
+def _prepare(theta: ArrayLike, G: ArrayLike, size: int, root: str):
+    """(theta, off, G, single) validated for the kernels."""
+    single = _is_single_root(root)
+    arr, off = _check_theta(theta, size)
+    return arr, off, _check_grand(G, off.shape[0]), single
+
+
+def grand_argmax(theta: ArrayLike, G: ArrayLike, size: int, root: str = "multi") -> NDArray[np.int64]:
+    """Highest-scoring projective tree under sibling and grandparent parts (Koo and Collins 2010).
+
+    Args:
+        theta: (n_sibling_parts(size),) sibling-part scores (layout of
+            :mod:`egnlp.parser.eisner2`).
+        G: (size, size, size) grandparent-part scores G[g, h, m].
+        size: n + 1, the number of positions (root and words).
+        root: "multi" (any number of root children) or "single" (exactly one).
+
+    Returns:
+        heads: (size,) int64, heads[0] = -1.  Ties between trees are broken
+        deterministically (toward "no sibling", then the smallest split point).
+
+    Raises:
+        ValueError: invalid input, or every tree has score -inf.
+    """
+    best, heads = _argmax_kernel(*_prepare(theta, G, size, root))
+    if best == -np.inf:
+        raise ValueError("every tree in the tree space has score -inf")
+    return heads
+
+
+def grand_log_partition(theta: ArrayLike, G: ArrayLike, size: int, root: str = "multi") -> float:
+    """log Z: log of the sum over the tree space of exp(tree score).
+
+    Computed in log space, so scores of magnitude 1e3 and sentences of
+    hundreds of words neither overflow nor underflow.  Returns -inf when
+    every tree has score -inf.
+
+    Args:
+        theta: (n_sibling_parts(size),) sibling-part scores.
+        G: (size, size, size) grandparent-part scores G[g, h, m].
+        size: n + 1.
+        root: "multi" or "single".
+    """
+    return float(_inside_kernel(*_prepare(theta, G, size, root)))
+
+
+def grand_marginals(
+    theta: ArrayLike, G: ArrayLike, size: int, root: str = "multi"
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Sibling-part and grandparent-part marginals by inside-outside over projective trees.
+
+    The outside pass is the reverse-mode derivative of the inside chart.
+
+    Args:
+        theta: (n_sibling_parts(size),) sibling-part scores.
+        G: (size, size, size) grandparent-part scores G[g, h, m].
+        size: n + 1.
+        root: "multi" or "single".
+
+    Returns:
+        (mu_sib, mu_grand): the probability that a tree drawn from
+        p(tree) ∝ exp(score) uses each part (= d log Z / d theta and
+        d log Z / d G).  mu_sib is laid out like theta (the parts of each
+        word m sum to 1), mu_grand like G (0 on the entries no tree uses;
+        sum_g mu_grand[g, h, m] is the marginal of the arc h -> m, h >= 1).
+        Forbidden (-inf) parts get exactly 0; values are clipped to [0, 1]
+        (rounding can overshoot 1 by about 1e-16 * |log Z|).
+
+    Raises:
+        ValueError: invalid input, or every tree has score -inf.
+    """
+    log_z, mu_sib, mu_grand = _inside_outside_kernel(*_prepare(theta, G, size, root))
+    if log_z == -np.inf:
+        raise ValueError("every tree in the tree space has score -inf; marginals are undefined")
+    np.minimum(mu_sib, 1.0, out=mu_sib)
+    np.minimum(mu_grand, 1.0, out=mu_grand)
+    return mu_sib, mu_grand
