@@ -18,9 +18,11 @@ Each run is ``egnlp parser train`` with the settings of the row, then
   (only those two files are public here; settings were chosen on the last
   10% of the ``-test`` file, the data sets' dev split).
 
-A run is ``NAME:TREE`` or ``NAME:TREE:siblings`` with TREE one of ``default``
-(no ``--tree`` option: projective), ``projective``, ``non-projective`` or
-``auto``, and ``siblings`` for the second-order model (``--siblings``); for
+A run is ``NAME:TREE``, ``NAME:TREE:siblings`` or ``NAME:TREE:grandparents``
+with TREE one of ``default`` (no ``--tree`` option: projective),
+``projective``, ``non-projective`` or ``auto``, ``siblings`` for the
+second-order model (``--siblings``) and ``grandparents`` for the third-order
+one (``--grandparents``); for
 ``eu`` the root is ``multi`` (the data set's).  The reference figures are those of the
 project's issue tracker: MSTParser (first order, projective and
 non-projective) and UDPipe 1 (10 iterations), on the same files with gold
@@ -43,9 +45,10 @@ ROOT = Path(__file__).resolve().parents[1]
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 BIN = Path(sys.executable).parent
-RUNS = ("es:default", "es:projective:siblings", "eu:non-projective", "eu:projective", "eu:projective:siblings",
-        "pt-bosque:auto", "pt-bosque:projective", "pt-bosque:projective:siblings", "nl-alpino:auto",
-        "nl-alpino:projective", "nl-alpino:projective:siblings")
+RUNS = ("es:default", "es:projective:siblings", "es:projective:grandparents", "eu:non-projective", "eu:projective",
+        "eu:projective:siblings", "eu:projective:grandparents", "pt-bosque:auto", "pt-bosque:projective",
+        "pt-bosque:projective:siblings", "pt-bosque:projective:grandparents", "nl-alpino:auto",
+        "nl-alpino:projective", "nl-alpino:projective:siblings", "nl-alpino:projective:grandparents")
 UD_FILES = {"pt-bosque": ("pt_bosque-ud", "pt"), "nl-alpino": ("nl_alpino-ud", "nl")}
 # (UAS, LAS) of the reference parsers on the same evaluation files (LAS on universal relations for UD)
 REFERENCES = {
@@ -71,8 +74,8 @@ def egnlp(*args: object) -> subprocess.CompletedProcess:
 
 def run_one(spec: str, out: Path, passes: int | None, trainer: str | None = None) -> dict:
     name, tree, *extra = spec.split(":")
-    if extra not in ([], ["siblings"]):
-        sys.exit(f"run {spec!r}: expected NAME:TREE or NAME:TREE:siblings")
+    if extra not in ([], ["siblings"], ["grandparents"]):
+        sys.exit(f"run {spec!r}: expected NAME:TREE, NAME:TREE:siblings or NAME:TREE:grandparents")
     folder = out / spec.replace(":", "-")
     folder.mkdir(parents=True, exist_ok=True)
     model = folder / "model.npz"
@@ -85,14 +88,15 @@ def run_one(spec: str, out: Path, passes: int | None, trainer: str | None = None
         source, gold, lang = ["--data", name], folder / "gold.conll", None
         egnlp("data", "export", name, "test", "-o", gold)
     options = ([] if tree == "default" else ["--tree", tree]) + (["--passes", passes] if passes else []) \
-        + (["--trainer", trainer] if trainer else []) + (["--siblings"] if extra else [])
+        + (["--trainer", trainer] if trainer else []) + [f"--{x}" for x in extra]
     log(f"{spec}: egnlp parser train {' '.join(map(str, source + options))}")
     start = time.perf_counter()
     trained = egnlp("parser", "train", *source, "--out", model, *options)
     train_seconds = time.perf_counter() - start
     egnlp("parser", "parse", model, gold, "-o", pred)
     scores = json.loads(egnlp("parser", "evaluate", gold, pred, "--json").stdout)
-    row = {"run": spec, "data": name, "tree": tree, "siblings": bool(extra), "train_seconds": train_seconds,
+    row = {"run": spec, "data": name, "tree": tree, "siblings": bool(extra),
+           "grandparents": extra == ["grandparents"], "train_seconds": train_seconds,
            "uas": scores["uas"],
            "las": scores["las"], "las_universal": scores["las_universal"],
            "space": re.search(r"; (\S+) trees", trained.stderr).group(1)}
@@ -117,7 +121,8 @@ def table(rows: list[dict]) -> str:
         las = row.get("udeval_las", row["las"])
         refs = "; ".join(f"{who} {u:.2f} / {v:.2f}" for who, (u, v) in REFERENCES.get(row["data"], {}).items())
         valid = "" if "valid" not in row else (" (udvalidate: valid)" if row["valid"] else " (udvalidate: INVALID)")
-        run = f"--tree {row['tree']}" + (" --siblings" if row.get("siblings") else "")
+        run = f"--tree {row['tree']}" + (" --grandparents" if row.get("grandparents")
+                                         else " --siblings" if row.get("siblings") else "")
         lines.append(f"| {row['data']} | `{run}` | {row['space']} | {uas:.2f} | {las:.2f}{valid} "
                      f"| {refs} |")
     return "\n".join(lines)

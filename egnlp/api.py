@@ -19,12 +19,14 @@ from egnlp.corpora.blocks import map_blocks, resolve_jobs
 from egnlp.features.arc_featurizer import ArcFeaturizer
 from egnlp.features.arc_parts import ArcPartFeatures, CacheBudget
 from egnlp.features.hashing import KeyTable
+from egnlp.features.grandparents import GrandFeaturizer, GrandPartFeatures
 from egnlp.features.siblings import SiblingFeaturizer, SiblingPartFeatures
-from egnlp.parser.eisner2 import sibling_argmax
+from egnlp.parser.eisner2 import n_sibling_parts, sibling_argmax
+from egnlp.parser.eisner3 import grand_argmax
 from egnlp.parser.trees import AUTO, PROJECTIVE, choose_tree, tree_space
 from egnlp.parser.labeler import ArcLabeler, arc_label_keys, predicate_ids
 from egnlp.parser.model import Parser
-from egnlp.parser.problem import ParsingProblem, SiblingParsingProblem
+from egnlp.parser.problem import GrandParsingProblem, ParsingProblem, SiblingParsingProblem
 from egnlp.training.path import PathPoint, regularization_path
 from egnlp.training.records import BestPass, Callback, TrainingInterrupted, TrainResult, fit_or_best
 from egnlp.training.maxent_problem import MaxentProblem
@@ -97,12 +99,16 @@ def parser_settings(trainer: str, settings: dict, siblings: bool = False) -> dic
 
 def _dev_correct(job: tuple, block: Sequence[int]) -> list[int]:
     """The number of words with the right head in each dev sentence of ``block`` (``job``: see uas_scorer)."""
-    pf, gold, argmax, root, second_order, w = job
+    pf, gold, argmax, root, order, w = job
     out = []
     for s in block:
         lo, hi = pf.parts(s)
         k = len(gold[s]) + 1
-        if second_order:
+        if order == 3:
+            theta = pf.scores(lo, hi, w)
+            middle = n_sibling_parts(k)
+            heads = grand_argmax(theta[:middle], theta[middle:].reshape(k, k, k), k, root)
+        elif order == 2:
             heads = sibling_argmax(pf.scores(lo, hi, w), k, root)
         else:
             heads = argmax(pf.scores(lo, hi, w).reshape(k, k), root=root)
@@ -111,9 +117,11 @@ def _dev_correct(job: tuple, block: Sequence[int]) -> list[int]:
 
 
 def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: str, tree: str = PROJECTIVE,
-               siblings: SiblingFeaturizer | None = None, budget: CacheBudget | None = None, jobs: int = 1):
+               siblings: SiblingFeaturizer | None = None, budget: CacheBudget | None = None, jobs: int = 1,
+               grand: GrandFeaturizer | None = None):
     """A ``w -> UAS`` function over ``sentences`` (punctuation counted) in a tree space, for dev records;
-    with ``siblings``, of the second-order parser with those sibling features.  ``budget``: compiled
+    with ``siblings``, of the second-order parser with those sibling features (and with ``grand``, of
+    the third-order one with those grandparent features too).  ``budget``: compiled
     sentences kept between calls (none by default); ``jobs``: processes that decode the sentences
     (:func:`~egnlp.corpora.blocks.map_blocks`; the score is the same for any number)."""
     argmax = tree_space(tree).argmax
@@ -121,6 +129,9 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
     pf = ArcPartFeatures(featurizer, encoded, budget if budget is not None else 0)
     if siblings is not None:
         pf = SiblingPartFeatures(pf, siblings, encoded)
+    if grand is not None:
+        pf = GrandPartFeatures(pf, grand, encoded)
+    order = 1 if siblings is None else 2 if grand is None else 3
     gold = [np.asarray(s.heads) for s in sentences]
     total = sum(len(g) for g in gold)
 
@@ -132,7 +143,7 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
             for i in range(len(gold)):
                 if not pf.keep(i):
                     break
-        correct = map_blocks(_dev_correct, (pf, gold, argmax, root, siblings is not None, w), range(len(gold)), jobs)
+        correct = map_blocks(_dev_correct, (pf, gold, argmax, root, order, w), range(len(gold)), jobs)
         return 100.0 * sum(correct) / max(total, 1)
 
     return score
@@ -141,7 +152,7 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
 def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: str = "alphabet",
                           hash_bits: int = 22, tags: str | None = None,
                           tree: str = PROJECTIVE, featurizer: ArcFeaturizer | None = None,
-                          cache_bytes: int | CacheBudget = 0, siblings: bool = False
+                          cache_bytes: int | CacheBudget = 0, siblings: bool = False, grandparents: bool = False
                           ) -> tuple[ArcFeaturizer, ParsingProblem | SiblingParsingProblem, float]:
     """Fit the arc features on ``train`` and set up its parsing problem; also the seconds it took.
 
@@ -155,11 +166,15 @@ def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: st
     ``cache_bytes`` keeps compiled sentences (arcs and siblings) for later passes up to that many bytes,
     or a :class:`~egnlp.features.arc_parts.CacheBudget` shared with other part feature sets.  ``siblings`` adds sibling parts: a
     second-order :class:`~egnlp.parser.problem.SiblingParsingProblem`, projective trees only, whose
-    features' ``siblings`` hold the sibling templates' alphabet, fitted on ``train``.
+    features' ``siblings`` hold the sibling templates' alphabet, fitted on ``train``.  ``grandparents``
+    adds grandparent parts to the sibling ones: a third-order
+    :class:`~egnlp.parser.problem.GrandParsingProblem` whose features' ``grand`` hold the grandparent
+    templates' alphabet.
     """
+    siblings = siblings or grandparents
     if siblings and tree != PROJECTIVE:
-        raise ValueError(f"second-order parsing predicts projective trees only, not {tree} ones "
-                         "(use --tree projective)")
+        raise ValueError(f"{'third' if grandparents else 'second'}-order parsing predicts projective trees "
+                         f"only, not {tree} ones (use --tree projective)")
     missing = [i for i, s in enumerate(train) if s.heads is None]
     if missing:
         raise ValueError(f"training sentence {missing[0] + 1} has no heads")
@@ -171,7 +186,11 @@ def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: st
     if not fitted:
         featurizer.fit(encoded, heads)
     arcs = ArcPartFeatures(featurizer, encoded, cache_bytes)
-    if siblings:
+    if grandparents:
+        sib = SiblingPartFeatures(arcs, SiblingFeaturizer().fit(encoded, heads), encoded)
+        problem = GrandParsingProblem(GrandPartFeatures(sib, GrandFeaturizer().fit(encoded, heads), encoded),
+                                      heads, root)
+    elif siblings:
         problem = SiblingParsingProblem(SiblingPartFeatures(arcs, SiblingFeaturizer().fit(encoded, heads), encoded),
                                         heads, root)
     else:
@@ -184,11 +203,12 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
                  hash_bits: int = 22, tags: str | None = None, tree: str = PROJECTIVE, labels: bool = True,
                  callbacks: Sequence[Callback] = (), state: dict | None = None, data: str | None = None,
                  patience: int | None = None, siblings: bool = False, cache_mb: float | None = None,
-                 jobs: int | None = 1, **settings) -> tuple[Parser, TrainResult]:
+                 jobs: int | None = 1, grandparents: bool = False, **settings) -> tuple[Parser, TrainResult]:
     """Train a parser on ``train`` (sentences with heads), and its arc labeler when the
     sentences carry labels (unless ``labels`` is False): first-order (arc parts), or second-order with
     ``siblings`` (arcs and sibling parts, McDonald and Pereira 2006; projective trees only, which
-    ``tree="auto"`` then picks).
+    ``tree="auto"`` then picks), or third-order with ``grandparents`` (sibling and grandparent parts,
+    Koo and Collins 2010; projective trees only).
 
     ``root`` is "single" or "multi" (default: "single" when every training
     tree has one root child); ``tree`` is "projective" (the default: it
@@ -220,6 +240,7 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     """
     if not train:
         raise ValueError("no training sentences")
+    siblings = siblings or grandparents
     spec = get_trainer(trainer)
     settings = parser_settings(trainer, settings, siblings)
     config = make_config(spec, **settings)
@@ -233,11 +254,13 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     budget = cache_budget(trainer, cache_mb)
     jobs = resolve_jobs(jobs)
     featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits, tags, tree,
-                                                                 cache_bytes=budget, siblings=siblings)
+                                                                 cache_bytes=budget, siblings=siblings,
+                                                                 grandparents=grandparents)
     problem.jobs = jobs
     sibling_features = problem.features.siblings if siblings else None
+    grand_features = problem.features.grand if grandparents else None
     dev_score = (uas_scorer(featurizer, dev, root, tree, sibling_features, dev_cache_budget(trainer, cache_mb, budget),
-                            jobs) if dev else None)
+                            jobs, grand_features) if dev else None)
     result, interrupted = fit_or_best(spec.fit, problem, config=config, dev=dev_score,
                                       callbacks=(*callbacks, *([keeper] if keeper is not None else [])), state=state)
     kept = keeper.result() if keeper is not None and dev and interrupted is None else None
@@ -255,7 +278,8 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
             result, interrupted = best.result(), best.last
     info = model_info(trainer, dataclasses.asdict(config), train, dev, data,
                       {"root": given_root, "tree": given_tree, "tags": tags, "feature_mode": feature_mode,
-                       "hash_bits": hash_bits, "labels": labels, "siblings": siblings},
+                       "hash_bits": hash_bits, "labels": labels, "siblings": siblings,
+                       "grandparents": grandparents},
                       featurizer, extract_seconds, result)
     if kept is not None:
         info["best_pass"] = kept.final.as_dict()
@@ -264,8 +288,9 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     if interrupted is not None:
         info["interrupted_after_pass"] = interrupted.passes
         raise TrainingInterrupted(Parser(featurizer, result.weights, root, info, None, tree,
-                                         siblings=sibling_features), result, interrupted)
-    return Parser(featurizer, result.weights, root, info, labeler, tree, siblings=sibling_features), result
+                                         siblings=sibling_features, grand=grand_features), result, interrupted)
+    return Parser(featurizer, result.weights, root, info, labeler, tree, siblings=sibling_features,
+                  grand=grand_features), result
 
 
 def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Sequence[float], *,
@@ -273,7 +298,7 @@ def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Se
                       hash_bits: int = 22, tags: str | None = None, tree: str = PROJECTIVE, tol: float = 1e-3,
                       labels: bool = True, callbacks: Sequence[Callback] = (), on_point=None,
                       data: str | None = None, siblings: bool = False, cache_mb: float | None = None,
-                      jobs: int | None = 1, **settings) -> tuple[Parser, list[PathPoint]]:
+                      jobs: int | None = 1, grandparents: bool = False, **settings) -> tuple[Parser, list[PathPoint]]:
     """Train a warm-started path of C values (Collins et al. 2008, Sec. 7.1.2) and return the
     parser of the C with the best dev UAS, with the path's points (its ``info``, ``cache_mb`` and
     ``jobs`` as for :func:`train_parser`)."""
@@ -281,6 +306,7 @@ def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Se
         raise ValueError("no training sentences")
     if not dev:
         raise ValueError("a regularization path picks C on dev data: give a dev set")
+    siblings = siblings or grandparents
     spec = get_trainer(trainer)
     if "C" in settings:
         raise ValueError("a regularization path takes its C values from Cs, not from C=")
@@ -292,22 +318,25 @@ def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Se
     budget = cache_budget(trainer, cache_mb)
     jobs = resolve_jobs(jobs)
     featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits, tags, tree,
-                                                                 cache_bytes=budget, siblings=siblings)
+                                                                 cache_bytes=budget, siblings=siblings,
+                                                                 grandparents=grandparents)
     problem.jobs = jobs
     sibling_features = problem.features.siblings if siblings else None
+    grand_features = problem.features.grand if grandparents else None
     points = regularization_path(problem, spec, list(Cs),
                                  dev=uas_scorer(featurizer, dev, root, tree, sibling_features,
-                                                dev_cache_budget(trainer, cache_mb, budget), jobs),
+                                                dev_cache_budget(trainer, cache_mb, budget), jobs, grand_features),
                                  tol=tol,
                                  callbacks=tuple(callbacks), on_point=on_point, **settings)
     best = max(points, key=lambda p: p.dev_uas)
     info = model_info(trainer, {"C": best.C, "tol": tol, **settings}, train, dev, data,
                       {"root": given_root, "tree": given_tree, "tags": tags, "feature_mode": feature_mode,
-                       "hash_bits": hash_bits, "labels": labels, "siblings": siblings}, featurizer, extract_seconds,
-                      best.result)
+                       "hash_bits": hash_bits, "labels": labels, "siblings": siblings,
+                       "grandparents": grandparents}, featurizer, extract_seconds, best.result)
     info["C_path"] = [p.row() for p in points]
     labeler = _labeler(featurizer, train, labels, info)
-    return Parser(featurizer, best.result.weights, root, info, labeler, tree, siblings=sibling_features), points
+    return Parser(featurizer, best.result.weights, root, info, labeler, tree, siblings=sibling_features,
+                  grand=grand_features), points
 
 
 MAX_SOURCES = 20  # the files a model's metadata names at most

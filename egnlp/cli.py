@@ -177,6 +177,9 @@ def parser_train(
     siblings: bool = typer.Option(False, "--siblings/--no-siblings", help="Second-order model: sibling parts "
                                   "beside the arcs (McDonald and Pereira 2006); projective trees only (--tree auto "
                                   "picks them); about 2x the training time and 1.25x the memory."),
+    grandparents: bool = typer.Option(False, "--grandparents/--no-grandparents", help="Third-order model: "
+                                      "grandparent parts beside the sibling parts and the arcs (Koo and Collins "
+                                      "2010; implies --siblings); projective trees only."),
     cache_mb: Optional[float] = typer.Option(None, "--cache-mb", metavar="<MB>", callback=at_least_zero,
                                              help="Keep up to this many MiB "
                                              "of compiled training and dev sentences for later passes instead of "
@@ -208,7 +211,8 @@ def parser_train(
     quiet: QuietOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Train a dependency parser (first-order, or second-order with --siblings) and its arc labeler, and save it."""
+    """Train a dependency parser (first-order, second-order with --siblings, third-order with --grandparents) and
+    its arc labeler, and save it."""
     from egnlp.api import default_patience, parser_settings, train_parser, train_parser_path
     from egnlp.training.path import parse_c_path
     from egnlp.training.records import BestPass
@@ -216,6 +220,8 @@ def parser_train(
 
     try:
         model_file(out)
+        flag = "--grandparents" if grandparents else "--siblings"
+        siblings = siblings or grandparents
         settings = trainer_settings(max_passes=passes, anneal=anneal, order=order.value if order else None,
                                     seed=seed, max_seconds=max_seconds, average=average)
         if C_path is not None and C is not None:
@@ -232,13 +238,13 @@ def parser_train(
         if workers is not None and workers < 1:
             raise ValueError(f"--workers must be at least 1, not {workers}")
         if dask is not None and siblings:
-            raise ValueError("--dask trains first-order parsers; --siblings trains on one machine")
+            raise ValueError(f"--dask trains first-order parsers; {flag} trains on one machine")
         if dask is not None and jobs is not None:
             raise ValueError("--jobs goes with training on one machine; with --dask, --workers shards the data")
         if dask is not None and cache_mb is not None:
             raise ValueError("--cache-mb goes with training on one machine, not with --dask")
         if siblings and tree.value == "non-projective":
-            raise ValueError("--siblings predicts projective trees only, not --tree non-projective")
+            raise ValueError(f"{flag} predicts projective trees only, not --tree non-projective")
         if dask is not None and (C_path is not None or patience or save_on_interrupt):
             raise ValueError("--dask trains one run: it does not go with --C-path, --patience or --save-on-interrupt")
         Cs = parse_c_path(C_path) if C_path is not None else None
@@ -259,7 +265,8 @@ def parser_train(
         chosen_root = root.value if root is not None else data_root
         model_settings = dict(root=chosen_root, tree=tree.value, tags=pos.value if pos is not None else None,
                               labels=labels, feature_mode=features.value, hash_bits=hash_bits,
-                              **({"siblings": True} if siblings else {}))
+                              **({"siblings": True} if siblings else {}),
+                              **({"grandparents": True} if grandparents else {}))
         start = time.perf_counter()
         note(f"training on {len(train_sents)} sentences" + (f", dev {len(dev_sents)}" if dev_sents else ""), quiet)
         if Cs is not None:

@@ -19,6 +19,7 @@ import os
 from typing import Any
 
 from egnlp.corpora.files import ModelError
+from egnlp.features.grandparents import GRAND_TEMPLATES_VERSION
 from egnlp.features.siblings import SIBLING_TEMPLATES_VERSION
 from egnlp.parser import model as parser_model
 from egnlp.parser.model import Parser
@@ -79,6 +80,7 @@ def _parser_part(parser: Parser) -> dict[str, Any]:
     config = parser.featurizer.config()
     labeler = parser.labeler
     siblings = parser.siblings
+    grand = parser.grand
     return {
         "tree": parser.tree,
         "root": parser.root,
@@ -88,7 +90,9 @@ def _parser_part(parser: Parser) -> dict[str, Any]:
                      "hash_bits": config["hash_bits"] or None, "use_lemma": config["use_lemma"],
                      "use_feats": config["use_feats"], "templates": config["templates"],
                      "sibling_count": siblings.n_features if siblings is not None else None,
-                     "sibling_templates": SIBLING_TEMPLATES_VERSION if siblings is not None else None},
+                     "sibling_templates": SIBLING_TEMPLATES_VERSION if siblings is not None else None,
+                     "grand_count": grand.n_features if grand is not None else None,
+                     "grand_templates": GRAND_TEMPLATES_VERSION if grand is not None else None},
         "labels": list(labeler.labels) if labeler is not None else None,
         "labeler_features": int(labeler.weights.size) if labeler is not None else None,
     }
@@ -218,7 +222,8 @@ def format_info(info: dict[str, Any]) -> str:
                                    ("kind", f"{info['kind']}, format version {info['format_version']}")]
     features = info["features"]
     if info["kind"] == "parser":
-        parts = ("arcs and siblings (second order)" if info.get("order") == 2 else "arcs (first order)")
+        parts = {2: "arcs and siblings (second order)", 3: "arcs, siblings and grandparents (third order)"
+                 }.get(info.get("order"), "arcs (first order)")
         rows += [("tree space", f"{info['tree']}, {info['root']} root"),
                  ("parts", parts),
                  ("tag columns", f"{info['tag_columns']}: {TAG_COLUMNS.get(info['tag_columns'], '')}"),
@@ -227,7 +232,9 @@ def format_info(info: dict[str, Any]) -> str:
                   + f"; lemma {_number(features['use_lemma'])}, feats {_number(features['use_feats'])}; "
                   f"templates {features['templates']}"
                   + (f"; {_number(features['sibling_count'])} of them sibling features, templates "
-                     f"{features['sibling_templates']}" if features.get("sibling_count") is not None else "") + ")"),
+                     f"{features['sibling_templates']}" if features.get("sibling_count") is not None else "")
+                  + (f"; {_number(features['grand_count'])} grandparent features, templates "
+                     f"{features['grand_templates']}" if features.get("grand_count") is not None else "") + ")"),
                  ("labels", _names(info["labels"]) if info["labels"] is not None else "none (unlabeled parser)")]
     else:
         rows += [("model", f"{info['model']}, predicts the {info['column']} column"

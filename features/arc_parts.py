@@ -709,6 +709,24 @@ class PartRanges:
         """The corpus-wide part range ``(lo, hi)`` of example ``i``."""
         return int(self.part_ptr[i]), int(self.part_ptr[i + 1])
 
+    def whole_examples(self, lo: int, hi: int) -> range:
+        """The examples whose parts are ``lo:hi``, which must be whole examples."""
+        first = int(np.searchsorted(self.part_ptr, lo, side="right")) - 1 if lo < self.n_parts else self.n_examples
+        last = int(np.searchsorted(self.part_ptr, hi, side="left"))
+        if not (0 <= lo <= hi <= self.n_parts) or (lo < hi and (self.part_ptr[first] != lo
+                                                                or self.part_ptr[last] != hi)):
+            raise ValueError(f"part range {lo}:{hi} is not whole sentences of 0:{self.n_parts}")
+        return range(first, last) if lo < hi else range(0)
+
+    def dense_delta(self, lo: int, hi: int, coef: np.ndarray, w: np.ndarray):
+        """``sparse_delta`` through a dense vector (for a range of none or several sentences):
+        ``(ids, vals, w . delta, ||delta||^2)``."""
+        dense = np.zeros(self.n_features)
+        self.scatter(lo, hi, coef, dense)
+        ids = np.flatnonzero(dense)
+        vals = dense[ids]
+        return ids, vals, float(w[ids] @ vals), float(vals @ vals)
+
 
 class CacheBudget:
     """The bytes that compiled sentences may still take, shared by the part feature sets given it
@@ -878,11 +896,7 @@ class ArcPartFeatures(PartRanges):
         w = checked_vector(w, "w", self.n_features)
         ranges = self._range(lo, hi)
         if len(ranges) != 1:  # none or several sentences: through a dense vector
-            dense = np.zeros(self.n_features)
-            self.scatter(lo, hi, coef, dense)
-            ids = np.flatnonzero(dense)
-            vals = dense[ids]
-            return ids, vals, float(w[ids] @ vals), float(vals @ vals)
+            return self.dense_delta(lo, hi, coef, w)
         i, r0, r1 = ranges[0]
         cs = self.compiled(i)
         size = cs.n + 1

@@ -269,22 +269,41 @@ def _scatter_ids(ids, coef, target):
                     target[fid] += c
 
 
-class SiblingFeaturizer:
-    """The sibling templates' alphabet: the keys of the gold sibling parts of a training corpus, id = rank."""
+def rows_delta(buf, row_ids, row_coef, class_ids, class_coef, w):
+    """The sparse change ``(ids, vals, w . delta, ||delta||^2)`` of coefficients summed per row and
+    class (a part's features are its row's ids and its class's); ``buf`` is a zero vector as long as
+    ``w``, zero again on return."""
+    _scatter_ids(row_ids, row_coef, buf)
+    _scatter_ids(class_ids, class_coef, buf)
+    ids = np.concatenate([row_ids[row_coef != 0.0].ravel(), class_ids[class_coef != 0.0].ravel()])
+    ids = np.unique(ids[ids >= 0]).astype(np.int64)
+    vals = buf[ids]
+    buf[ids] = 0.0
+    keep = vals != 0.0
+    ids, vals = ids[keep], vals[keep]
+    return ids, vals, float(w[ids] @ vals), float(vals @ vals)
+
+
+class PartAlphabet:
+    """The alphabet of a higher-order part's templates: the keys of the gold parts of a training corpus,
+    id = rank.  A subclass names its parts (``WHAT``) and gives their keys (``_gold_keys``, a kernel of
+    tok_ptr, atoms and head rows)."""
+
+    WHAT = "sibling"
 
     def __init__(self, keys: np.ndarray | None = None):
         self.keys = np.zeros(0, dtype=np.uint64) if keys is None else np.ascontiguousarray(keys, dtype=np.uint64)
         if self.keys.size and (np.any(self.keys[1:] <= self.keys[:-1]) or self.keys[0] == 0):
-            raise ValueError("sibling feature keys must be sorted, distinct and non-zero")
+            raise ValueError(f"{self.WHAT} feature keys must be sorted, distinct and non-zero")
         self._table: KeyTable | None = None
 
     @property
     def n_features(self) -> int:
         return int(self.keys.size)
 
-    def fit(self, encoded: EncodedCorpus, heads_list) -> "SiblingFeaturizer":
-        """Take the keys of the gold sibling parts of ``encoded`` (trees ``heads_list``) as the alphabet."""
-        keys = _all_gold_keys(encoded.tok_ptr, encoded.atoms, encoded.heads_rows(heads_list))
+    def fit(self, encoded: EncodedCorpus, heads_list):
+        """Take the keys of the gold parts of ``encoded`` (trees ``heads_list``) as the alphabet."""
+        keys = self._gold_keys(encoded.tok_ptr, encoded.atoms, encoded.heads_rows(heads_list))
         self.keys = np.unique(keys)
         self._table = None
         return self
@@ -296,6 +315,12 @@ class SiblingFeaturizer:
 
     def __getstate__(self) -> dict:  # worker processes rebuild the table
         return {"keys": self.keys, "_table": None}
+
+
+class SiblingFeaturizer(PartAlphabet):
+    """The sibling templates' alphabet: the keys of the gold sibling parts of a training corpus, id = rank."""
+
+    _gold_keys = staticmethod(_all_gold_keys)
 
     def compile(self, encoded: EncodedCorpus, i: int) -> CompiledSiblings:
         """The ids of sentence ``i`` of ``encoded`` (see the module docstring)."""
@@ -352,14 +377,6 @@ class SiblingPartFeatures(PartRanges):
         self.compiled(i)
         return i in self._cache and self.arcs.keep(i)
 
-    def _examples(self, lo: int, hi: int) -> range:
-        first = int(np.searchsorted(self.part_ptr, lo, side="right")) - 1 if lo < self.n_parts else self.n_examples
-        last = int(np.searchsorted(self.part_ptr, hi, side="left"))
-        if not (0 <= lo <= hi <= self.n_parts) or (lo < hi and (self.part_ptr[first] != lo
-                                                                or self.part_ptr[last] != hi)):
-            raise ValueError(f"part range {lo}:{hi} is not whole sentences of 0:{self.n_parts}")
-        return range(first, last) if lo < hi else range(0)
-
     def scores(self, lo: int, hi: int, w: np.ndarray) -> np.ndarray:
         """``w . phi(r)`` for the parts ``lo:hi`` (whole sentences), shape (hi - lo,)."""
         return self.scores_many(lo, hi, (w,))[0]
@@ -369,7 +386,7 @@ class SiblingPartFeatures(PartRanges):
         (:meth:`~egnlp.features.arc_parts.ArcPartFeatures.scores_many`)."""
         ws = [checked_vector(w, "w", self.n_features) for w in ws]
         outs = [np.empty(hi - lo) for _ in ws]
-        for i in self._examples(lo, hi):
+        for i in self.whole_examples(lo, hi):
             a, b = self.parts(i)
             alo, ahi = self.arcs.parts(i)
             cs = self.compiled(i)
@@ -391,7 +408,7 @@ class SiblingPartFeatures(PartRanges):
         """``target += sum_r coef[r - lo] phi(r)`` over the parts ``lo:hi`` (whole sentences)."""
         coef = checked_vector(coef, "coef", hi - lo)
         check_target(target, self.n_features)
-        for i in self._examples(lo, hi):
+        for i in self.whole_examples(lo, hi):
             a, b = self.parts(i)
             cs, arc_coef, row_coef, class_coef = self._folded(i, coef[a - lo:b - lo])
             alo, ahi = self.arcs.parts(i)
@@ -405,30 +422,17 @@ class SiblingPartFeatures(PartRanges):
         ``(ids, vals, w . delta, ||delta||^2)``."""
         coef = checked_vector(coef, "coef", hi - lo)
         w = checked_vector(w, "w", self.n_features)
-        examples = self._examples(lo, hi)
+        examples = self.whole_examples(lo, hi)
         if len(examples) != 1:
-            dense = np.zeros(self.n_features)
-            self.scatter(lo, hi, coef, dense)
-            ids = np.flatnonzero(dense)
-            vals = dense[ids]
-            return ids, vals, float(w[ids] @ vals), float(vals @ vals)
+            return self.dense_delta(lo, hi, coef, w)
         i = examples[0]
         cs, arc_coef, row_coef, class_coef = self._folded(i, coef)
         alo, ahi = self.arcs.parts(i)
         a_ids, a_vals, a_dot, a_sq = self.arcs.sparse_delta(alo, ahi, arc_coef, w[:self.n_arc_features])
         if self._buf is None:
             self._buf = np.zeros(max(self.siblings.n_features, 1))
-        buf = self._buf  # zero between calls
-        _scatter_ids(cs.row_ids, row_coef, buf)
-        _scatter_ids(cs.class_ids, class_coef, buf)
-        s_ids = np.concatenate([cs.row_ids[row_coef != 0.0].ravel(), cs.class_ids[class_coef != 0.0].ravel()])
-        s_ids = np.unique(s_ids[s_ids >= 0]).astype(np.int64)
-        s_vals = buf[s_ids]
-        buf[s_ids] = 0.0
-        keep = s_vals != 0.0
-        s_ids, s_vals = s_ids[keep], s_vals[keep]
-        w_sib = w[self.n_arc_features:]
-        s_dot, s_sq = float(w_sib[s_ids] @ s_vals), float(s_vals @ s_vals)
+        s_ids, s_vals, s_dot, s_sq = rows_delta(self._buf, cs.row_ids, row_coef, cs.class_ids, class_coef,
+                                                w[self.n_arc_features:])
         ids = np.concatenate([a_ids, s_ids + self.n_arc_features])
         vals = np.concatenate([a_vals, s_vals])
         return ids, vals, a_dot + s_dot, a_sq + s_sq

@@ -10,6 +10,8 @@ A model file is one ``.npz`` (numpy's zip of arrays, read with
 - ``sibling_keys`` (uint64): the sibling templates' alphabet of a
   second-order parser (``order`` 2 in the metadata; the weights of those
   features follow the first-order ones);
+- ``grand_keys`` (uint64): also the grandparent templates' alphabet of a
+  third-order parser (``order`` 3; their weights follow the sibling ones);
 - ``meta``: UTF-8 JSON bytes (uint8) with the format version, the model kind,
   the feature configuration, the tree space, the labels, the dtype and shape
   of every array, and the training settings and final objective values.
@@ -35,8 +37,10 @@ from egnlp.corpora.nltk_bases import NLTKBase, nltk_base
 from egnlp.corpora.files import ModelError, check_arrays, check_labels, read_npz, write_npz_atomic
 from egnlp.features.arc_featurizer import ArcFeaturizer
 from egnlp.features.arc_templates import TEMPLATES_VERSION, EncodedCorpus
+from egnlp.features.grandparents import GRAND_TEMPLATES_VERSION, GrandFeaturizer
 from egnlp.features.siblings import SIBLING_TEMPLATES_VERSION, SiblingFeaturizer
 from egnlp.parser.eisner2 import sibling_argmax
+from egnlp.parser.eisner3 import grand_argmax
 from egnlp.parser.labeler import ArcLabeler
 from egnlp.parser.trees import PROJECTIVE, check_root, tree_space
 
@@ -45,6 +49,7 @@ MODEL_KIND = "egnlp-parser"
 # The arrays of a parser file but the labeler's: name -> (dtype, number of dimensions).
 ARRAYS = {"weights": ("<f8", 1), "keys": ("<u8", 1), "codes": ("<i8", 1)}
 SIBLING_ARRAYS = {"sibling_keys": ("<u8", 1)}  # and those of a second-order parser
+GRAND_ARRAYS = {"grand_keys": ("<u8", 1)}  # and those of a third-order parser
 FEATURE_SETTINGS = {"templates": str, "mode": str, "hash_bits": int, "use_lemma": bool, "use_feats": bool,
                     "tags": str}
 # The tag columns of a sentence (UPOS: CoNLL-X CPOSTAG; XPOS: POSTAG) that a model reading ``tags`` needs.
@@ -59,7 +64,9 @@ UNLABELED_ROOT = "ROOT"  # the relation of root arcs in the graphs of an unlabel
 class Parser(NLTKBase):
     """A first-order dependency parser, or a second-order one with ``siblings`` (a
     :class:`~egnlp.features.siblings.SiblingFeaturizer`: sibling parts, McDonald and Pereira 2006, decoded
-    by :mod:`egnlp.parser.eisner2`; projective trees only), with a second-stage arc labeler when trained
+    by :mod:`egnlp.parser.eisner2`; projective trees only), or a third-order one with ``siblings`` and
+    ``grand`` (a :class:`~egnlp.features.grandparents.GrandFeaturizer`: grandparent parts too, Koo and
+    Collins 2010, decoded by :mod:`egnlp.parser.eisner3`), with a second-stage arc labeler when trained
     on labels.
 
     ``tree`` (projective, non-projective) and ``root`` (single, multi) are the
@@ -77,18 +84,23 @@ class Parser(NLTKBase):
 
     def __init__(self, featurizer: ArcFeaturizer, weights: np.ndarray, root: str = "multi",
                  info: dict[str, Any] | None = None, labeler: ArcLabeler | None = None, tree: str = PROJECTIVE,
-                 *, tagger: Any = None, siblings: SiblingFeaturizer | None = None):
+                 *, tagger: Any = None, siblings: SiblingFeaturizer | None = None,
+                 grand: GrandFeaturizer | None = None):
         check_root(root)
         self.space = tree_space(tree)
         if siblings is not None and self.space.name != PROJECTIVE:
             raise ValueError("a second-order (sibling) parser predicts projective trees only")
+        if grand is not None and siblings is None:
+            raise ValueError("a third-order parser has sibling parts too")
         weights = np.array(weights, dtype=np.float64, order="C")  # a read-only copy of the caller's array
-        n_features = featurizer.n_features + (siblings.n_features if siblings is not None else 0)
+        n_features = (featurizer.n_features + (siblings.n_features if siblings is not None else 0)
+                      + (grand.n_features if grand is not None else 0))
         if weights.shape != (n_features,):
             raise ValueError(f"{weights.shape[0]} weights for {n_features} features")
         weights.setflags(write=False)
         self.featurizer = featurizer
         self.siblings = siblings
+        self.grand = grand
         self._weights = weights
         self.root = root
         self.info = dict(info or {})
@@ -101,8 +113,8 @@ class Parser(NLTKBase):
 
     @property
     def order(self) -> int:
-        """1 (arc parts) or 2 (sibling parts)."""
-        return 1 if self.siblings is None else 2
+        """1 (arc parts), 2 (sibling parts) or 3 (sibling and grandparent parts)."""
+        return 1 if self.siblings is None else 2 if self.grand is None else 3
 
     @property
     def weights(self) -> np.ndarray:
@@ -115,7 +127,8 @@ class Parser(NLTKBase):
 
     def _heads(self, encoded: EncodedCorpus) -> list[list[int]]:
         n_arc = self.featurizer.n_features
-        arc_w, sib_w = self.weights[:n_arc], self.weights[n_arc:]
+        n_sib = n_arc + (self.siblings.n_features if self.siblings is not None else 0)
+        arc_w, sib_w, grand_w = self.weights[:n_arc], self.weights[n_arc:n_sib], self.weights[n_sib:]
         out = []
         for s in range(len(encoded)):
             arc = self.featurizer.arc_scores(encoded, s, arc_w)
@@ -123,7 +136,11 @@ class Parser(NLTKBase):
                 heads = self.space.argmax(arc, root=self.root)
             else:
                 theta = self.siblings.scores(self.siblings.compile(encoded, s), arc, sib_w)
-                heads = sibling_argmax(theta, arc.shape[0], self.root)
+                if self.grand is None:
+                    heads = sibling_argmax(theta, arc.shape[0], self.root)
+                else:
+                    grand = self.grand.scores(self.grand.compile(encoded, s), grand_w)
+                    heads = grand_argmax(theta, grand, arc.shape[0], self.root)
             out.append(heads[1:].tolist())
         return out
 
@@ -311,6 +328,9 @@ class Parser(NLTKBase):
         if self.siblings is not None:  # first-order files stay as they were
             meta.update(order=2, sibling_templates=SIBLING_TEMPLATES_VERSION)
             arrays["sibling_keys"] = self.siblings.keys
+        if self.grand is not None:
+            meta.update(order=3, grand_templates=GRAND_TEMPLATES_VERSION)
+            arrays["grand_keys"] = self.grand.keys
         if self.labeler is not None:
             arrays.update(self.labeler.arrays())
         write_npz_atomic(path, arrays, meta)
@@ -343,13 +363,16 @@ class Parser(NLTKBase):
             if labels is not None:
                 check_labels(labels, "arc labels")
             order = meta.get("order", 1)
-            if order not in (1, 2) or type(order) is not int:
+            if order not in (1, 2, 3) or type(order) is not int:
                 raise ValueError(f"order {str(order)[:20]!r}")
-            if order == 2 and meta.get("sibling_templates") != SIBLING_TEMPLATES_VERSION:
+            if order >= 2 and meta.get("sibling_templates") != SIBLING_TEMPLATES_VERSION:
                 raise ModelError(f"{path}: model uses sibling templates {str(meta.get('sibling_templates'))[:40]!r}, "
                                  f"this egnlp has {SIBLING_TEMPLATES_VERSION!r}; retrain the model")
+            if order == 3 and meta.get("grand_templates") != GRAND_TEMPLATES_VERSION:
+                raise ModelError(f"{path}: model uses grandparent templates {str(meta.get('grand_templates'))[:40]!r}, "
+                                 f"this egnlp has {GRAND_TEMPLATES_VERSION!r}; retrain the model")
             check_arrays({k: v for k, v in arrays.items() if not k.startswith("labeler_")},
-                         {**ARRAYS, **(SIBLING_ARRAYS if order == 2 else {})})
+                         {**ARRAYS, **(SIBLING_ARRAYS if order >= 2 else {}), **(GRAND_ARRAYS if order == 3 else {})})
             if not np.all(np.isfinite(arrays["weights"])):
                 raise ValueError("weights that are not finite")
             featurizer = ArcFeaturizer(features["mode"], features["hash_bits"] or 22,
@@ -360,9 +383,10 @@ class Parser(NLTKBase):
             if labels is None and labeler_arrays:
                 raise ValueError(f"unexpected array {next(iter(labeler_arrays))!r}")
             labeler = ArcLabeler.from_arrays(labels, labeler_arrays) if labels is not None else None
-            siblings = SiblingFeaturizer(arrays["sibling_keys"]) if order == 2 else None
+            siblings = SiblingFeaturizer(arrays["sibling_keys"]) if order >= 2 else None
+            grand = GrandFeaturizer(arrays["grand_keys"]) if order == 3 else None
             return cls(featurizer, arrays["weights"], meta["root"], info, labeler, meta["tree"], tagger=tagger,
-                       siblings=siblings)
+                       siblings=siblings, grand=grand)
         except (KeyError, ValueError, TypeError) as exc:
             raise ModelError(f"{path}: inconsistent model file ({exc})") from None
 

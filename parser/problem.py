@@ -24,6 +24,7 @@ from egnlp.features.arc_parts import ArcPartFeatures
 from egnlp.features.csr import PartFeatures
 from egnlp.parser.eisner2 import (n_sibling_parts, sibling_argmax, sibling_indicator, sibling_log_partition,
                                   sibling_marginals, tree_parts)
+from egnlp.parser.eisner3 import grand_argmax, grand_indicator, grand_log_partition, grand_marginals
 from egnlp.parser.trees import PROJECTIVE, check_root, tree_space
 
 
@@ -222,3 +223,50 @@ class SiblingParsingProblem(ParsingProblem):
 
     def argmax(self, i: int, theta: np.ndarray) -> np.ndarray:
         return sibling_indicator(sibling_argmax(np.asarray(theta, dtype=np.float64), int(self.sizes[i]), self.root))
+
+
+class GrandParsingProblem(SiblingParsingProblem):
+    """Third-order projective parsing of a corpus (Koo and Collins 2010, Model 1, with the grand-sibling
+    score factored into sibling and grandparent parts; Carreras 2007): the parts of a sentence are its
+    sibling parts, then the (size, size, size) cells (g, h, m) of its grandparent parts, their features
+    ``features`` (:class:`egnlp.features.grandparents.GrandPartFeatures`), the oracles the algorithms of
+    :mod:`egnlp.parser.eisner3` with root constraint ``root``.  ``gold`` marks the sibling parts of
+    :class:`SiblingParsingProblem` and the gold tree's grandparent cells; ``loss`` is that of the
+    sibling parts (the Hamming loss of their arcs) and 0 on the grandparent cells, so a tree's loss is
+    its number of wrong heads.  Both are made a sentence at a time."""
+
+    PART_KIND = "grandparent"
+
+    @staticmethod
+    def _n_parts(size: int) -> int:
+        return n_sibling_parts(size) + size ** 3
+
+    def _split(self, i: int, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        size = int(self.sizes[i])
+        theta = np.asarray(theta, dtype=np.float64)
+        k = n_sibling_parts(size)
+        return theta[:k], theta[k:].reshape(size, size, size), size
+
+    def _gold_of(self, i: int) -> np.ndarray:
+        size = int(self.sizes[i])
+        grand = grand_indicator(np.concatenate([[-1], self._heads[i]]), size).astype(np.uint8)
+        return np.concatenate([super()._gold_of(i), grand.reshape(-1)])
+
+    def _loss_of(self, i: int) -> np.ndarray:
+        size = int(self.sizes[i])
+        return np.concatenate([super()._loss_of(i), np.zeros(size ** 3, dtype=np.uint8)])
+
+    def marginals(self, i: int, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        sib, grand, size = self._split(i, theta)
+        log_z = grand_log_partition(sib, grand, size, self.root)
+        mu_sib, mu_grand = grand_marginals(sib, grand, size, self.root)
+        return log_z, np.concatenate([mu_sib, mu_grand.reshape(-1)])
+
+    def log_partition(self, i: int, theta: np.ndarray) -> float:
+        sib, grand, size = self._split(i, theta)
+        return grand_log_partition(sib, grand, size, self.root)
+
+    def argmax(self, i: int, theta: np.ndarray) -> np.ndarray:
+        sib, grand, size = self._split(i, theta)
+        heads = grand_argmax(sib, grand, size, self.root)
+        return np.concatenate([sibling_indicator(heads), grand_indicator(heads, size).reshape(-1)])

@@ -4,7 +4,6 @@ and the model's save / load and command line."""
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 
 import numpy as np
@@ -12,18 +11,17 @@ import pytest
 from scipy.optimize import minimize
 
 from egnlp.api import build_parsing_problem, train_parser
-from egnlp.corpora import load_dataset, read_conll, write_conll
+from egnlp.corpora import load_dataset
 from egnlp.features.arc_parts import CacheBudget
 from egnlp.features.arc_templates import CPOS, POS, WORD, _key, dirdist_slot
-from egnlp.features.siblings import _NONE, _T0, SiblingFeaturizer
+from egnlp.features.siblings import _NONE, _T0
 from egnlp.parser.eisner2 import n_sibling_parts, sibling_argmax, sibling_indicator, sibling_offsets, tree_parts
-from egnlp.corpora.files import ModelError, read_npz, write_npz_atomic
-from egnlp.parser.model import FORMAT_VERSION, MODEL_KIND, Parser
 from egnlp.parser.problem import sibling_loss
 from egnlp.training.problem import log_linear_gradient, log_linear_primal
 from egnlp.training.registry import get_trainer, make_config
 
-from cli_helpers import assert_ok, error_line, run, usage_line
+from parser_file_checks import check_cli_model, check_saved_parser
+from cli_helpers import error_line, run, usage_line
 
 
 @pytest.fixture(scope="module")
@@ -223,53 +221,19 @@ def test_second_order_parser_saves_loads_and_parses_the_same(es_train, tmp_path)
     parser, result = train_parser(es_train[:150], dev, root="single", siblings=True, max_passes=4)
     assert parser.order == 2 and parser.labeler is not None
     assert parser.weights.size == parser.featurizer.n_features + parser.siblings.n_features
-    path = tmp_path / "sib.npz"
-    parser.save(path)
-    loaded = Parser.load(path)
-    assert loaded.order == 2
-    assert loaded.predict(dev) == parser.predict(dev)
-    assert loaded.predict(dev, jobs=2) == parser.predict(dev)
+    check_saved_parser(parser, dev, tmp_path, "sibling_keys", "sibling_templates",
+                       "sibling templates 'older'.*retrain the model")
     with pytest.raises(ValueError, match="projective trees only"):
         train_parser(es_train[:20], root="single", siblings=True, tree="non-projective")
-    # files a second-order parser cannot be read from: one readable error each
-    arrays, meta = read_npz(path, MODEL_KIND, FORMAT_VERSION)
-    for name, bad_arrays, bad_meta, message in [
-        ("old", arrays, {**meta, "sibling_templates": "older"}, "retrain the model"),
-        ("unsorted", {**arrays, "sibling_keys": arrays["sibling_keys"][::-1].copy()}, meta, "sorted"),
-        ("missing", {k: v for k, v in arrays.items() if k != "sibling_keys"}, meta, "missing array 'sibling_keys'"),
-        ("order", arrays, {**meta, "order": 3}, "order"),
-    ]:
-        write_npz_atomic(tmp_path / f"{name}.npz", bad_arrays, bad_meta)
-        with pytest.raises(ModelError, match=message):
-            Parser.load(tmp_path / f"{name}.npz")
 
 
 def test_cli_trains_and_parses_with_siblings(tmp_path, es_train):
-    model = tmp_path / "m.npz"
-    train = tmp_path / "train.conll"
-    test = tmp_path / "test.conll"
-    write_conll(train, es_train[:120])
-    write_conll(test, load_dataset("es", "test")[:40])
-    assert_ok(run("parser", "train", "--train", train, "--siblings", "--passes", "3", "-o", model, "-q"))
-    out = tmp_path / "pred.conll"
-    assert_ok(run("parser", "parse", model, test, "-o", out, "-q"))
-    predicted = read_conll(out)
-    assert [[int(h) for h in s.heads] for s in predicted] == Parser.load(model).predict_heads(read_conll(test))
-    result = run("parser", "evaluate", test, out)
-    assert_ok(result)
-    assert "UAS" in result.stdout
-    result = run("model", "info", model, "--json")
-    assert_ok(result)
-    info = json.loads(result.stdout)
+    info, text = check_cli_model(tmp_path, es_train[:120], "--siblings", 3)
     assert info["order"] == 2 and info["training"]["settings"]["siblings"] is True
     assert 0 < info["features"]["sibling_count"] < info["features"]["count"]
-    result = run("model", "info", model)
-    assert_ok(result)
-    assert "arcs and siblings (second order)" in result.stdout
-    line = error_line(run("parser", "train", "--train", train, "--siblings", "--tree", "non-projective",
-                          "-o", tmp_path / "x.npz"))
-    assert "projective trees only" in line
-    assert not (tmp_path / "x.npz").exists()
+    assert info["features"]["grand_count"] is None
+    assert "arcs and siblings (second order)" in text
+    train = tmp_path / "train.conll"
     assert "--cache-mb" in usage_line(run("parser", "train", "--train", train, "--cache-mb", "-1", "-o", tmp_path / "x.npz"))
     assert "--cache-mb goes with training on one machine" in error_line(
         run("parser", "train", "--train", train, "--cache-mb", "10", "--dask", "local", "-o", tmp_path / "x.npz"))

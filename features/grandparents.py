@@ -1,0 +1,345 @@
+"""Grandparent features of dependency parsing (Carreras 2007; Koo and Collins 2010, Sec. 4).
+
+A grandparent part (g, h, m) is the arc h -> m together with g, the head of
+h (h is a word; the root's own arcs have no grandparent part).  Its score is
+the weights of the grandparent templates of (g, h, m); the third-order
+parser (:mod:`egnlp.parser.eisner3`) adds it to the score of the arc's
+sibling part.
+
+Parts of a sentence of n words (size = n + 1, root at 0): the cells
+``(g size + h) size + m`` of a (size, size, size) array, as
+:mod:`egnlp.parser.eisner3` reads them.  Cells that are never a grandparent
+part (h = 0, m = 0, h = m, g = h, g = m) have no features.
+
+Templates:
+
+- over the grandparent and the modifier (no head): gp.mp, gw.mw, gw.mp,
+  gp.mw, gc.mc, each alone and conjoined with the direction and binned
+  distance of :func:`~egnlp.features.arc_templates.dirdist_slot` between g
+  and m, with w the word, p the POS tag and c the coarse tag;
+- over all three: gp.hp.mp and gc.hc.mc, alone and conjoined with the two
+  arcs' directions (g left or right of h, h left or right of m).
+
+A template instance is a 64-bit key, as the first-order ones; the features
+are the keys of the gold grandparent parts of the training data (an
+alphabet), numbered after the first-order and sibling features in the
+weight vector.
+
+What one sentence needs is compiled once a visit (:meth:`GrandFeaturizer.compile`):
+the ids of every (g, m) row, and the ids of the classes of (grandparent
+tag, head tag, modifier tag, directions) that the three-token templates
+read, with each tag triple's class.  A part's score is then one row sum and
+one class sum; a scatter sums the coefficients of the parts per row and
+class first.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from egnlp.features.arc_parts import PartRanges, _classes, check_target, checked_vector
+from egnlp.features.arc_templates import CPOS, POS, WORD, EncodedCorpus, _key, _nonzero, dirdist_slot
+from egnlp.features.siblings import PartAlphabet, SiblingPartFeatures, _id_sums, _lookup, _scatter_ids, rows_delta
+
+#: Version of the grandparent template set, saved with third-order models and checked on load.
+GRAND_TEMPLATES_VERSION = "koo2010-grandparents-v1"
+_T0 = 300  # template numbers, apart from the first-order and sibling ones
+N_ROW_KEYS = 10  # keys of a (g, m) row: 5 templates, alone and in the slot
+N_CLASS_KEYS = 4  # keys of a (grandparent tag, head tag, modifier tag, directions) class: 2 templates, alone and conjoined
+
+
+class CompiledGrand(NamedTuple):
+    """The grandparent feature ids of one sentence (see the module docstring)."""
+
+    size: int  # n + 1
+    row_ids: np.ndarray  # (size^2, N_ROW_KEYS) int32: row g size + m
+    tag: np.ndarray  # (size,) int64: each position's sentence-local tag number (fine and coarse tag pair)
+    nt: int  # the number of tag numbers
+    memo: np.ndarray  # (nt^3 4,) int32: the class of (tag g, tag h, tag m, directions), -1 if none
+    class_ids: np.ndarray  # (classes, N_CLASS_KEYS) int32
+
+
+@njit(cache=True)
+def n_parts(size):
+    """The number of grandparent cells of a sentence of ``size`` = n + 1 positions (the whole cube)."""
+    return size * size * size
+
+
+@njit(cache=True)
+def is_part(g, h, m):
+    """Whether the cell (g, h, m) may be a grandparent part."""
+    return h >= 1 and m >= 1 and h != m and g != h and g != m
+
+
+@njit(cache=True)
+def _row_keys(atoms, base, g, m, out):
+    """The keys of row (g, m): the five templates, alone and in the slot of (g, m)."""
+    gw, gp, gc = atoms[base + g, WORD], atoms[base + g, POS], atoms[base + g, CPOS]
+    mw, mp, mc = atoms[base + m, WORD], atoms[base + m, POS], atoms[base + m, CPOS]
+    slot = dirdist_slot(g, m)
+    pairs = ((gp, mp), (gw, mw), (gw, mp), (gp, mw), (gc, mc))
+    for t in range(5):
+        a, b = pairs[t]
+        out[2 * t] = _nonzero(_key(_T0 + t, a, b, 0, 0))
+        out[2 * t + 1] = _nonzero(_key(_T0 + t, a, b, slot, 1))
+
+
+@njit(cache=True)
+def _directions(g, h, m):
+    """0..3: bit 0 when g is left of h, bit 1 when h is left of m."""
+    return (1 if g < h else 0) + (2 if h < m else 0)
+
+
+@njit(cache=True)
+def _class_keys(atoms, base, g, h, m, out):
+    """The keys of the three-token templates of (g, h, m), alone and conjoined with the directions."""
+    gp, hp, mp = atoms[base + g, POS], atoms[base + h, POS], atoms[base + m, POS]
+    gc, hc, mc = atoms[base + g, CPOS], atoms[base + h, CPOS], atoms[base + m, CPOS]
+    d = _directions(g, h, m)
+    out[0] = _nonzero(_key(_T0 + 5, gp, hp, mp, 0))
+    out[1] = _nonzero(_key(_T0 + 5, gp, hp, mp, d + 1))
+    out[2] = _nonzero(_key(_T0 + 6, gc, hc, mc, 0))
+    out[3] = _nonzero(_key(_T0 + 6, gc, hc, mc, d + 1))
+
+
+@njit(cache=True)
+def _gold_keys(atoms, base, heads, out, c):
+    """The keys of the gold grandparent parts of one sentence (``heads`` of words 1..n) into ``out`` from c."""
+    n = heads.shape[0]
+    row = np.empty(N_ROW_KEYS, dtype=np.uint64)
+    cls = np.empty(N_CLASS_KEYS, dtype=np.uint64)
+    for m in range(1, n + 1):
+        h = heads[m - 1]
+        if h == 0:
+            continue
+        g = heads[h - 1]
+        _row_keys(atoms, base, g, m, row)
+        _class_keys(atoms, base, g, h, m, cls)
+        for j in range(N_ROW_KEYS):
+            out[c] = row[j]
+            c += 1
+        for j in range(N_CLASS_KEYS):
+            out[c] = cls[j]
+            c += 1
+    return c
+
+
+@njit(cache=True)
+def _all_gold_keys(tok_ptr, atoms, head_rows):
+    total = int(tok_ptr[-1]) * (N_ROW_KEYS + N_CLASS_KEYS)
+    out = np.empty(total, dtype=np.uint64)
+    c = 0
+    for i in range(tok_ptr.shape[0] - 1):
+        base = tok_ptr[i]
+        n = tok_ptr[i + 1] - base - 1
+        c = _gold_keys(atoms, base, head_rows[base + 1: base + 1 + n], out, c)
+    return out[:c]
+
+
+
+@njit(cache=True)
+def _memo_at(tag, nt, g, h, m):
+    return ((tag[g] * nt + tag[h]) * nt + tag[m]) * 4 + _directions(g, h, m)
+
+
+@njit(cache=True)
+def _compile(atoms, base, n, table_keys, table_vals):
+    size = n + 1
+    keys = np.empty(N_ROW_KEYS, dtype=np.uint64)
+    row_ids = np.full((size * size, N_ROW_KEYS), -1, dtype=np.int32)
+    for g in range(size):
+        for m in range(1, size):
+            if g != m:
+                _row_keys(atoms, base, g, m, keys)
+                for j in range(N_ROW_KEYS):
+                    row_ids[g * size + m, j] = _lookup(table_keys, table_vals, keys[j])
+    tag = np.empty(size, dtype=np.int64)
+    nt = _classes(atoms[base: base + size, POS].copy(), atoms[base: base + size, CPOS].copy(), tag)
+    memo = np.full(nt * nt * nt * 4, -1, dtype=np.int32)
+    class_ids = np.empty((64, N_CLASS_KEYS), dtype=np.int32)
+    ckeys = np.empty(N_CLASS_KEYS, dtype=np.uint64)
+    n_classes = 0
+    for g in range(size):
+        for h in range(1, size):
+            if h == g:
+                continue
+            for m in range(1, size):
+                if m == h or m == g:
+                    continue
+                at = _memo_at(tag, nt, g, h, m)
+                if memo[at] < 0:
+                    if n_classes == class_ids.shape[0]:
+                        grown = np.empty((2 * n_classes, N_CLASS_KEYS), dtype=np.int32)
+                        grown[:n_classes] = class_ids
+                        class_ids = grown
+                    _class_keys(atoms, base, g, h, m, ckeys)
+                    for j in range(N_CLASS_KEYS):
+                        class_ids[n_classes, j] = _lookup(table_keys, table_vals, ckeys[j])
+                    memo[at] = n_classes
+                    n_classes += 1
+    return row_ids, tag, nt, memo, class_ids[:n_classes].copy()
+
+
+
+@njit(cache=True)
+def _scores(size, row_ids, tag, nt, memo, class_ids, w, out):
+    """out[(g size + h) size + m] = the row's and the class's weights of every grandparent part, 0 elsewhere."""
+    row_w = np.empty(row_ids.shape[0])
+    _id_sums(row_ids, w, row_w)
+    class_w = np.empty(class_ids.shape[0])
+    _id_sums(class_ids, w, class_w)
+    for g in range(size):
+        for h in range(size):
+            for m in range(size):
+                p = (g * size + h) * size + m
+                if is_part(g, h, m):
+                    out[p] = row_w[g * size + m] + class_w[memo[_memo_at(tag, nt, g, h, m)]]
+                else:
+                    out[p] = 0.0
+
+
+@njit(cache=True)
+def _fold(size, coef, tag, nt, memo, n_classes, row_coef, class_coef):
+    """The coefficients of the grandparent parts summed per row and class."""
+    row_coef[:] = 0.0
+    class_coef[:n_classes] = 0.0
+    for g in range(size):
+        for h in range(1, size):
+            if h == g:
+                continue
+            for m in range(1, size):
+                if m == h or m == g:
+                    continue
+                c = coef[(g * size + h) * size + m]
+                if c != 0.0:
+                    row_coef[g * size + m] += c
+                    class_coef[memo[_memo_at(tag, nt, g, h, m)]] += c
+
+
+
+class GrandFeaturizer(PartAlphabet):
+    """The grandparent templates' alphabet: the keys of the gold grandparent parts of a training corpus,
+    id = rank."""
+
+    WHAT = "grandparent"
+    _gold_keys = staticmethod(_all_gold_keys)
+
+    def compile(self, encoded: EncodedCorpus, i: int) -> CompiledGrand:
+        """The ids of sentence ``i`` of ``encoded`` (see the module docstring)."""
+        table_keys, table_vals = self._tables()
+        n = encoded.length(i)
+        row_ids, tag, nt, memo, class_ids = _compile(encoded.atoms, int(encoded.tok_ptr[i]), n, table_keys,
+                                                     table_vals)
+        return CompiledGrand(n + 1, row_ids, tag, nt, memo, class_ids)
+
+    @staticmethod
+    def scores(cg: CompiledGrand, w: np.ndarray) -> np.ndarray:
+        """The (size, size, size) scores ``G[g, h, m]`` of the sentence's grandparent parts under the
+        grandparent weights ``w`` (this featurizer's features only); 0 on cells that are not parts."""
+        out = np.empty(n_parts(cg.size))
+        _scores(cg.size, cg.row_ids, cg.tag, cg.nt, cg.memo, cg.class_ids, w, out)
+        return out.reshape(cg.size, cg.size, cg.size)
+
+
+class GrandPartFeatures(PartRanges):
+    """The parser's :class:`~egnlp.training.problem.PartFeatureSet` with sibling and grandparent parts:
+    the parts of a sentence are its sibling parts (``sib``, a
+    :class:`~egnlp.features.siblings.SiblingPartFeatures`: features 0..sib.n_features - 1) followed by
+    its (size, size, size) grandparent cells (module docstring; ``grand``'s features after the sibling
+    ones).  Part ranges must be whole sentences."""
+
+    def __init__(self, sib: SiblingPartFeatures, grand: GrandFeaturizer, encoded: EncodedCorpus):
+        self.sib = sib
+        self.arcs = sib.arcs
+        self.siblings = sib.siblings
+        self.grand = grand
+        self.encoded = encoded
+        self.n_sib_features = int(sib.n_features)
+        self.n_features = self.n_sib_features + grand.n_features
+        sizes = np.diff(encoded.tok_ptr)
+        counts = np.diff(sib.part_ptr) + sizes ** 3
+        self.part_ptr = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
+        np.cumsum(counts, out=self.part_ptr[1:])
+        self._compiled: tuple[int, CompiledGrand] | None = None
+        self._buf: np.ndarray | None = None
+
+    def compiled(self, i: int) -> CompiledGrand:
+        """Sentence ``i``'s grandparent ids (compiled again at every visit of another sentence)."""
+        if self._compiled is None or self._compiled[0] != i:
+            self._compiled = (i, self.grand.compile(self.encoded, i))
+        return self._compiled[1]
+
+    def keep(self, i: int) -> bool:
+        """Keep sentence ``i``'s arcs and siblings while the budget has room (the grandparent ids are
+        compiled at each visit); whether they were kept."""
+        return self.sib.keep(i)
+
+    def split(self, i: int) -> tuple[int, int, int]:
+        """(lo, middle, hi): sentence ``i``'s parts, its sibling parts lo:middle and its cells middle:hi."""
+        lo, hi = self.parts(i)
+        a, b = self.sib.parts(i)
+        return lo, lo + (b - a), hi
+
+
+    def scores(self, lo: int, hi: int, w: np.ndarray) -> np.ndarray:
+        """``w . phi(r)`` for the parts ``lo:hi`` (whole sentences), shape (hi - lo,)."""
+        return self.scores_many(lo, hi, (w,))[0]
+
+    def scores_many(self, lo: int, hi: int, ws) -> list[np.ndarray]:
+        """``scores(lo, hi, w)`` for each ``w`` of ``ws`` (one or two vectors)."""
+        ws = [checked_vector(w, "w", self.n_features) for w in ws]
+        outs = [np.empty(hi - lo) for _ in ws]
+        for i in self.whole_examples(lo, hi):
+            a, middle, b = self.split(i)
+            slo, shi = self.sib.parts(i)
+            cg = self.compiled(i)
+            sibs = self.sib.scores_many(slo, shi, [w[:self.n_sib_features] for w in ws])
+            for w, sib, out in zip(ws, sibs, outs):
+                out[a - lo:middle - lo] = sib
+                _scores(cg.size, cg.row_ids, cg.tag, cg.nt, cg.memo, cg.class_ids, w[self.n_sib_features:],
+                        out[middle - lo:b - lo])
+        return outs
+
+    def _folded(self, i: int, coef: np.ndarray):
+        cg = self.compiled(i)
+        row_coef = np.empty(cg.row_ids.shape[0])
+        class_coef = np.empty(cg.class_ids.shape[0])
+        _fold(cg.size, coef, cg.tag, cg.nt, cg.memo, cg.class_ids.shape[0], row_coef, class_coef)
+        return cg, row_coef, class_coef
+
+    def scatter(self, lo: int, hi: int, coef: np.ndarray, target: np.ndarray) -> None:
+        """``target += sum_r coef[r - lo] phi(r)`` over the parts ``lo:hi`` (whole sentences)."""
+        coef = checked_vector(coef, "coef", hi - lo)
+        check_target(target, self.n_features)
+        for i in self.whole_examples(lo, hi):
+            a, middle, b = self.split(i)
+            slo, shi = self.sib.parts(i)
+            self.sib.scatter(slo, shi, coef[a - lo:middle - lo], target[:self.n_sib_features])
+            cg, row_coef, class_coef = self._folded(i, coef[middle - lo:b - lo])
+            grand = target[self.n_sib_features:]
+            _scatter_ids(cg.row_ids, row_coef, grand)
+            _scatter_ids(cg.class_ids, class_coef, grand)
+
+    def sparse_delta(self, lo: int, hi: int, coef: np.ndarray, w: np.ndarray):
+        """delta = sum_r coef[r - lo] phi(r) over the parts ``lo:hi`` (one sentence) as a sparse vector:
+        ``(ids, vals, w . delta, ||delta||^2)``."""
+        coef = checked_vector(coef, "coef", hi - lo)
+        w = checked_vector(w, "w", self.n_features)
+        examples = self.whole_examples(lo, hi)
+        if len(examples) != 1:
+            return self.dense_delta(lo, hi, coef, w)
+        i = examples[0]
+        a, middle, b = self.split(i)
+        slo, shi = self.sib.parts(i)
+        s_ids, s_vals, s_dot, s_sq = self.sib.sparse_delta(slo, shi, coef[:middle - a], w[:self.n_sib_features])
+        cg, row_coef, class_coef = self._folded(i, coef[middle - a:])
+        if self._buf is None:
+            self._buf = np.zeros(max(self.grand.n_features, 1))
+        g_ids, g_vals, g_dot, g_sq = rows_delta(self._buf, cg.row_ids, row_coef, cg.class_ids, class_coef,
+                                                w[self.n_sib_features:])
+        ids = np.concatenate([s_ids, g_ids + self.n_sib_features])
+        vals = np.concatenate([s_vals, g_vals])
+        return ids, vals, s_dot + g_dot, s_sq + g_sq
