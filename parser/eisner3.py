@@ -605,7 +605,7 @@ def grand_log_partition(theta: ArrayLike, G: ArrayLike, size: int, root: str = "
 
 def grand_marginals(
     theta: ArrayLike, G: ArrayLike, size: int, root: str = "multi"
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+) -> tuple[float, NDArray[np.float64], NDArray[np.float64]]:
     """Sibling-part and grandparent-part marginals by inside-outside over projective trees.
 
     The outside pass is the reverse-mode derivative of the inside chart.
@@ -617,7 +617,8 @@ def grand_marginals(
         root: "multi" or "single".
 
     Returns:
-        (mu_sib, mu_grand): the probability that a tree drawn from
+        (log_z, mu_sib, mu_grand): log Z (as ``grand_log_partition``,
+        from the same inside pass) and the probability that a tree drawn from
         p(tree) ∝ exp(score) uses each part (= d log Z / d theta and
         d log Z / d G).  mu_sib is laid out like theta (the parts of each
         word m sum to 1), mu_grand like G (0 on the entries no tree uses;
@@ -633,4 +634,4 @@ def grand_marginals(
         raise ValueError("every tree in the tree space has score -inf; marginals are undefined")
     np.minimum(mu_sib, 1.0, out=mu_sib)
     np.minimum(mu_grand, 1.0, out=mu_grand)
-    return mu_sib, mu_grand
+    return float(log_z), mu_sib, mu_grand

@@ -258,8 +258,7 @@ class GrandParsingProblem(SiblingParsingProblem):
 
     def marginals(self, i: int, theta: np.ndarray) -> tuple[float, np.ndarray]:
         sib, grand, size = self._split(i, theta)
-        log_z = grand_log_partition(sib, grand, size, self.root)
-        mu_sib, mu_grand = grand_marginals(sib, grand, size, self.root)
+        log_z, mu_sib, mu_grand = grand_marginals(sib, grand, size, self.root)
         return log_z, np.concatenate([mu_sib, mu_grand.reshape(-1)])
 
     def log_partition(self, i: int, theta: np.ndarray) -> float:

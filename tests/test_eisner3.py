@@ -204,7 +204,8 @@ def test_against_brute_force(n, root, kind):
             assert score(theta, G, heads) == best  # sums of small integers: exact
         else:
             assert score(theta, G, heads) == pytest.approx(best, rel=1e-12, abs=1e-12)
-        mu_sib2, mu_grand2 = grand_marginals(theta, G, size, root)
+        log_z2, mu_sib2, mu_grand2 = grand_marginals(theta, G, size, root)
+        assert log_z2 == pytest.approx(log_z, rel=1e-9, abs=1e-12)
         assert mu_grand2.shape == G.shape and mu_sib2.shape == theta.shape
         np.testing.assert_allclose(mu_sib2, mu_sib, rtol=0, atol=1e-9)
         np.testing.assert_allclose(mu_grand2, mu_grand, rtol=0, atol=1e-9)
@@ -233,7 +234,7 @@ def test_marginals_are_the_gradient_of_log_z(root):
     n, size, eps = 5, 6, 1e-5
     rng = np.random.default_rng(3 + ROOTS.index(root))
     theta, G = random_scores(rng, size, "normal")
-    mu_sib, mu_grand = grand_marginals(theta, G, size, root)
+    _, mu_sib, mu_grand = grand_marginals(theta, G, size, root)
 
     def fd(plus_minus):
         return (grand_log_partition(*plus_minus(eps), size, root)
@@ -302,7 +303,7 @@ def test_no_grandparent_scores_match_eisner2(n, root):
         assert grand_log_partition(theta, G, size, root) == pytest.approx(
             sibling_log_partition(theta, size, root), rel=1e-12, abs=1e-12)
         np.testing.assert_array_equal(grand_argmax(theta, G, size, root), sibling_argmax(theta, size, root))
-        mu_sib, mu_grand = grand_marginals(theta, G, size, root)
+        _, mu_sib, mu_grand = grand_marginals(theta, G, size, root)
         _, mu = sibling_marginals(theta, size, root)
         np.testing.assert_allclose(mu_sib, mu, rtol=0, atol=1e-9)
         np.testing.assert_allclose(mu_grand.sum(axis=0)[1:], arc_marginals(mu, size)[1:], rtol=0, atol=1e-9)
@@ -321,7 +322,7 @@ def test_grandparent_scores_of_the_arc_alone_move_into_the_sibling_parts(root):
     assert grand_log_partition(theta, G, size, root) == pytest.approx(
         sibling_log_partition(shifted, size, root), rel=1e-12)
     np.testing.assert_array_equal(grand_argmax(theta, G, size, root), sibling_argmax(shifted, size, root))
-    mu_sib, _ = grand_marginals(theta, G, size, root)
+    _, mu_sib, _ = grand_marginals(theta, G, size, root)
     np.testing.assert_allclose(mu_sib, sibling_marginals(shifted, size, root)[1], rtol=0, atol=1e-9)
 
 
@@ -336,7 +337,7 @@ def check_long(theta: np.ndarray, G: np.ndarray, n: int, root: str, log_partitio
     assert in_space(heads, root)
     best = score(theta, G, heads)
     assert np.isfinite(best)
-    mu_sib, mu_grand = grand_marginals(theta, G, size, root)
+    _, mu_sib, mu_grand = grand_marginals(theta, G, size, root)
     # Marginals: probabilities, one sibling part per word, grandparent parts on the arcs of words.
     for mu in (mu_sib, mu_grand):
         assert np.isfinite(mu).all() and (mu >= 0).all() and (mu <= 1).all()
@@ -390,8 +391,8 @@ def test_near_ties_on_a_large_offset(offset):
     size = n + 1
     theta = rng.uniform(-1.0, 1.0, size=n_sibling_parts(size))
     G = rng.uniform(-1.0, 1.0, size=(size,) * 3)
-    mu_sib0, mu_grand0 = grand_marginals(theta, G, size)
-    mu_sib, mu_grand = grand_marginals(theta + offset, G, size)
+    _, mu_sib0, mu_grand0 = grand_marginals(theta, G, size)
+    _, mu_sib, mu_grand = grand_marginals(theta + offset, G, size)
     assert grand_log_partition(theta + offset, G, size) == pytest.approx(
         grand_log_partition(theta, G, size) + n * offset, rel=1e-12)
     np.testing.assert_allclose(mu_sib, mu_sib0, rtol=0, atol=1e-9)
@@ -415,7 +416,7 @@ def test_no_finite_tree(root):
     G[0, 1, 2], G[1, 2, 3] = 0.25, -1.0
     assert grand_argmax(theta, G, size, root).tolist() == heads.tolist()
     assert grand_log_partition(theta, G, size, root) == pytest.approx(0.75)
-    mu_sib, mu_grand = grand_marginals(theta, G, size, root)
+    _, mu_sib, mu_grand = grand_marginals(theta, G, size, root)
     np.testing.assert_array_equal(mu_sib, sibling_indicator(heads))
     np.testing.assert_array_equal(mu_grand, grand_indicator(heads))
 
