@@ -1,19 +1,88 @@
-"""Checks shared by the tests of the higher-order parsers (sibling, grandparent parts): a saved model
-parses as the trained one, files it cannot be read from fail with one readable error each, and the
-command line trains, parses and describes such a model."""
+"""Checks shared by the tests of the higher-order parsers (sibling, grandparent parts): the trainers reach
+one optimum on such a problem, a saved model parses as the trained one, files it cannot be read from
+fail with one readable error each, and the command line trains, parses and describes such a model."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
+from scipy.optimize import minimize
 
 from egnlp.corpora import load_dataset, read_conll, write_conll
 from egnlp.corpora.files import ModelError, read_npz, write_npz_atomic
 from egnlp.parser.model import FORMAT_VERSION, MODEL_KIND, Parser
+from egnlp.training.problem import log_linear_gradient, log_linear_primal
+from egnlp.training.registry import get_trainer, make_config
 
 from cli_helpers import assert_ok, error_line, run
+
+
+def check_feature_set(problem, rng: np.random.Generator, sentence_check=None) -> None:
+    """The problem's part feature set: scatter is the transpose of scores, sparse_delta the scatter of
+    one sentence as a sparse vector, the gold tree's score w . phi(gold), two weight vectors scored in
+    one walk each to the bit, a block of sentences the sum of theirs, and a range that is not whole
+    sentences refused; ``sentence_check(i, lo, hi, scores, w)`` checks more of each sentence."""
+    pf = problem.features
+    w = rng.normal(size=pf.n_features)
+    for i in range(pf.n_examples):
+        lo, hi = pf.parts(i)
+        s = pf.scores(lo, hi, w)
+        if sentence_check is not None:
+            sentence_check(i, lo, hi, s, w)
+        coef = rng.normal(size=hi - lo)
+        dense = np.zeros(pf.n_features)
+        pf.scatter(lo, hi, coef, dense)
+        assert dense @ w == pytest.approx(coef @ s, rel=1e-10, abs=1e-8)
+        ids, vals, dot, sq = pf.sparse_delta(lo, hi, coef, w)
+        assert np.unique(ids).size == ids.size
+        rebuilt = np.zeros(pf.n_features)
+        rebuilt[ids] = vals
+        np.testing.assert_allclose(rebuilt, dense, rtol=1e-12, atol=1e-12)
+        assert dot == pytest.approx(dense @ w, rel=1e-9, abs=1e-8)
+        assert sq == pytest.approx(dense @ dense, rel=1e-9)
+        gold = problem.gold[lo:hi].astype(np.float64)
+        gold_phi = np.zeros(pf.n_features)
+        pf.scatter(lo, hi, gold, gold_phi)
+        assert gold_phi @ w == pytest.approx(s @ gold, rel=1e-10, abs=1e-8)
+        w2 = rng.normal(size=pf.n_features)
+        both = pf.scores_many(lo, hi, (w, w2))
+        assert np.array_equal(both[0], s) and np.array_equal(both[1], pf.scores(lo, hi, w2))
+    with pytest.raises(ValueError, match="whole sentences"):
+        pf.scores(1, pf.parts(0)[1], w)
+    lo, hi = pf.parts(0)[0], pf.parts(2)[1]
+    dense = np.zeros(pf.n_features)
+    coef = rng.normal(size=hi - lo)
+    pf.scatter(lo, hi, coef, dense)
+    assert dense @ w == pytest.approx(coef @ pf.scores(lo, hi, w), rel=1e-10)
+
+
+def check_eg_reaches_lbfgs(problem, C: float) -> None:
+    """EG over the problem's marginals and scipy's L-BFGS on its log-linear primal reach one optimum;
+    EG's duality gap closes."""
+    d = problem.features.n_features
+    res = minimize(lambda w: log_linear_gradient(problem, w, C), np.zeros(d), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 5000, "gtol": 1e-9, "ftol": 1e-14})
+    spec = get_trainer("eg-ll")
+    result = spec.fit(problem, config=make_config(spec, C=C, max_passes=300, tol=1e-6, anneal=False))
+    assert result.final.rel_gap <= 1e-6
+    assert log_linear_primal(problem, C * result.weights, C) == pytest.approx(res.fun, rel=1e-5)
+
+
+def check_max_margin_trainers_agree(problem) -> None:
+    """BCFW and max-margin EG close the duality gap (weak duality in every record) at one primal."""
+    primals = {}
+    for name in ("bcfw", "eg-mm"):
+        spec = get_trainer(name)
+        result = spec.fit(problem, config=make_config(spec, C=1000.0, max_passes=400, tol=1e-3))
+        assert result.final.rel_gap <= 1e-3, name
+        for r in result.records:
+            if r.dual is not None:
+                assert r.primal >= -r.dual - 1e-9 * abs(r.primal)  # weak duality
+        primals[name] = result.final.primal
+    assert primals["bcfw"] == pytest.approx(primals["eg-mm"], rel=2e-3)
 
 
 def check_saved_parser(parser: Parser, dev, tmp_path: Path, keys: str, templates: str, message: str) -> None:

@@ -28,7 +28,7 @@ from egnlp.parser.eisner2 import (
 )
 
 from tree_space_checks import (KNOWN_PROJECTIVE_COUNTS, count_projective_trees, head_of_part, in_space,
-                               modifier_of_part, projective_trees)
+                               modifier_of_part, projective_trees, random_tree)
 
 ROOTS = ("multi", "single")
 KINDS = ("normal", "forbid", "ties")
@@ -88,17 +88,6 @@ def random_theta(rng: np.random.Generator, size: int, kind: str) -> np.ndarray:
     if kind == "forbid":
         theta[rng.random(total) < 0.25] = -np.inf
     return theta
-
-
-def random_tree(rng: np.random.Generator, n: int) -> np.ndarray:
-    """A uniformly random-ish tree rooted at 0 (usually non-projective): attach words in random order."""
-    order = rng.permutation(np.arange(1, n + 1))
-    heads = np.full(n + 1, -1, dtype=np.int64)
-    placed = [0]
-    for w in order:
-        heads[w] = placed[rng.integers(len(placed))]
-        placed.append(int(w))
-    return heads
 
 
 # ---------------------------------------------------------------------------

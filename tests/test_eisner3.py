@@ -32,7 +32,8 @@ from egnlp.parser.eisner3 import (
     grand_parts,
 )
 
-from tree_space_checks import count_projective_trees, head_of_part, in_space, modifier_of_part, projective_trees
+from tree_space_checks import (count_projective_trees, head_of_part, in_space, modifier_of_part, projective_trees,
+                               random_tree)
 
 ROOTS = ("multi", "single")
 KINDS = ("normal", "forbid", "ties")
@@ -120,17 +121,6 @@ def random_scores(rng: np.random.Generator, size: int, kind: str) -> tuple[np.nd
     unused = ~used_grand_entries(size)
     G[unused] = rng.choice([1e300, -1e300, -np.inf], size=int(unused.sum()))
     return theta, G
-
-
-def random_tree(rng: np.random.Generator, n: int) -> np.ndarray:
-    """A random tree rooted at 0 (usually non-projective): attach words in random order."""
-    order = rng.permutation(np.arange(1, n + 1))
-    heads = np.full(n + 1, -1, dtype=np.int64)
-    placed = [0]
-    for w in order:
-        heads[w] = placed[rng.integers(len(placed))]
-        placed.append(int(w))
-    return heads
 
 
 # ---------------------------------------------------------------------------

@@ -8,7 +8,6 @@ import multiprocessing
 
 import numpy as np
 import pytest
-from scipy.optimize import minimize
 
 from egnlp.api import build_parsing_problem, train_parser
 from egnlp.corpora import load_dataset
@@ -17,10 +16,9 @@ from egnlp.features.arc_templates import CPOS, POS, WORD, _key, dirdist_slot
 from egnlp.features.siblings import _NONE, _T0
 from egnlp.parser.eisner2 import n_sibling_parts, sibling_argmax, sibling_indicator, sibling_offsets, tree_parts
 from egnlp.parser.problem import sibling_loss
-from egnlp.training.problem import log_linear_gradient, log_linear_primal
-from egnlp.training.registry import get_trainer, make_config
 
-from parser_file_checks import check_cli_model, check_saved_parser
+from parser_file_checks import (check_cli_model, check_eg_reaches_lbfgs, check_feature_set,
+                                check_max_margin_trainers_agree, check_saved_parser)
 from cli_helpers import error_line, run, usage_line
 
 
@@ -83,37 +81,7 @@ def test_every_part_has_the_ids_of_its_templates(es_train):
 def test_scores_scatter_and_sparse_delta_agree(es_train):
     """scatter is the transpose of scores, sparse_delta the scatter of one sentence as a sparse vector; the
     gold tree's score is w . phi(gold)."""
-    _, problem, _ = _problem(es_train[:12])
-    pf = problem.features
-    rng = np.random.default_rng(3)
-    w = rng.normal(size=pf.n_features)
-    for i in range(pf.n_examples):
-        lo, hi = pf.parts(i)
-        s = pf.scores(lo, hi, w)
-        coef = rng.normal(size=hi - lo)
-        dense = np.zeros(pf.n_features)
-        pf.scatter(lo, hi, coef, dense)
-        assert dense @ w == pytest.approx(coef @ s, rel=1e-10, abs=1e-8)
-        ids, vals, dot, sq = pf.sparse_delta(lo, hi, coef, w)
-        assert np.unique(ids).size == ids.size
-        rebuilt = np.zeros(pf.n_features)
-        rebuilt[ids] = vals
-        np.testing.assert_allclose(rebuilt, dense, rtol=1e-12, atol=1e-12)
-        assert dot == pytest.approx(dense @ w, rel=1e-9, abs=1e-8)
-        assert sq == pytest.approx(dense @ dense, rel=1e-9)
-        gold_phi = np.zeros(pf.n_features)
-        pf.scatter(lo, hi, problem.gold[lo:hi].astype(np.float64), gold_phi)
-        assert gold_phi @ w == pytest.approx(s @ problem.gold[lo:hi], rel=1e-10, abs=1e-8)
-        w2 = rng.normal(size=pf.n_features)  # two vectors in one walk: each one's scores to the bit
-        both = pf.scores_many(lo, hi, (w, w2))
-        assert np.array_equal(both[0], s) and np.array_equal(both[1], pf.scores(lo, hi, w2))
-    with pytest.raises(ValueError, match="whole sentences"):
-        pf.scores(1, pf.parts(0)[1], w)
-    lo, hi = pf.parts(0)[0], pf.parts(2)[1]  # a block of sentences: the sum of theirs
-    dense = np.zeros(pf.n_features)
-    coef = rng.normal(size=hi - lo)
-    pf.scatter(lo, hi, coef, dense)
-    assert dense @ w == pytest.approx(coef @ pf.scores(lo, hi, w), rel=1e-10)
+    check_feature_set(_problem(es_train[:12])[1], np.random.default_rng(3))
 
 
 def test_gold_and_loss_count_words_and_wrong_heads(es_train):
@@ -162,30 +130,13 @@ LL_C = 10.0
 
 
 def test_log_linear_eg_reaches_the_lbfgs_optimum(es_train):
-    """EG over sibling marginals (inside-outside of the second-order chart) and scipy's L-BFGS on the
-    log-linear primal of the same problem reach one optimum; EG's duality gap closes."""
-    _, problem, _ = _problem(es_train[:10])
-    d = problem.features.n_features
-    res = minimize(lambda w: log_linear_gradient(problem, w, LL_C), np.zeros(d), jac=True, method="L-BFGS-B",
-                   options={"maxiter": 5000, "gtol": 1e-9, "ftol": 1e-14})
-    spec = get_trainer("eg-ll")
-    result = spec.fit(problem, config=make_config(spec, C=LL_C, max_passes=300, tol=1e-6, anneal=False))
-    assert result.final.rel_gap <= 1e-6
-    assert log_linear_primal(problem, LL_C * result.weights, LL_C) == pytest.approx(res.fun, rel=1e-5)
+    """EG over sibling marginals (inside-outside of the second-order chart) and scipy's L-BFGS on the log-linear primal of the same problem reach
+    one optimum; EG's duality gap closes."""
+    check_eg_reaches_lbfgs(_problem(es_train[:10])[1], LL_C)
 
 
 def test_max_margin_trainers_agree_and_close_the_gap(es_train):
-    _, problem, _ = _problem(es_train[:8])
-    primals = {}
-    for name in ("bcfw", "eg-mm"):
-        spec = get_trainer(name)
-        result = spec.fit(problem, config=make_config(spec, C=1000.0, max_passes=400, tol=1e-3))
-        assert result.final.rel_gap <= 1e-3, name
-        for r in result.records:
-            if r.dual is not None:
-                assert r.primal >= -r.dual - 1e-9 * abs(r.primal)  # weak duality
-        primals[name] = result.final.primal
-    assert primals["bcfw"] == pytest.approx(primals["eg-mm"], rel=2e-3)
+    check_max_margin_trainers_agree(_problem(es_train[:8])[1])
 
 
 def test_a_shared_cache_budget_keeps_sentences_and_changes_nothing(es_train):

@@ -328,3 +328,14 @@ def is_projective_tree(heads: np.ndarray) -> bool:
 
 def in_space(heads: np.ndarray, root: str) -> bool:
     return is_projective_tree(heads) and (root == "multi" or int((heads[1:] == 0).sum()) == 1)
+
+
+def random_tree(rng: np.random.Generator, n: int) -> np.ndarray:
+    """A uniformly random-ish tree rooted at 0 (usually non-projective): attach words in random order."""
+    order = rng.permutation(np.arange(1, n + 1))
+    heads = np.full(n + 1, -1, dtype=np.int64)
+    placed = [0]
+    for w in order:
+        heads[w] = placed[rng.integers(len(placed))]
+        placed.append(int(w))
+    return heads
