@@ -283,7 +283,6 @@ class GrandPartFeatures(PartRanges):
         a, b = self.sib.parts(i)
         return lo, lo + (b - a), hi
 
-
     def scores(self, lo: int, hi: int, w: np.ndarray) -> np.ndarray:
         """``w . phi(r)`` for the parts ``lo:hi`` (whole sentences), shape (hi - lo,)."""
         return self.scores_many(lo, hi, (w,))[0]
