@@ -40,9 +40,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from egnlp.features.arc_parts import PartRanges, _classes, check_target, checked_vector
+from egnlp.features.arc_parts import _classes, checked_vector
 from egnlp.features.arc_templates import CPOS, POS, WORD, EncodedCorpus, _key, _nonzero, dirdist_slot
-from egnlp.features.siblings import PartAlphabet, SiblingPartFeatures, _id_sums, _lookup, _scatter_ids, rows_delta
+from egnlp.features.siblings import LayeredPartFeatures, PartAlphabet, SiblingPartFeatures, _id_sums, _lookup
 
 #: Version of the grandparent template set, saved with third-order models and checked on load.
 GRAND_TEMPLATES_VERSION = "koo2010-grandparents-v1"
@@ -126,17 +126,6 @@ def _gold_keys(atoms, base, heads, out, c):
             c += 1
     return c
 
-
-@njit(cache=True)
-def _all_gold_keys(tok_ptr, atoms, head_rows):
-    total = int(tok_ptr[-1]) * (N_ROW_KEYS + N_CLASS_KEYS)
-    out = np.empty(total, dtype=np.uint64)
-    c = 0
-    for i in range(tok_ptr.shape[0] - 1):
-        base = tok_ptr[i]
-        n = tok_ptr[i + 1] - base - 1
-        c = _gold_keys(atoms, base, head_rows[base + 1: base + 1 + n], out, c)
-    return out[:c]
 
 
 
@@ -225,7 +214,8 @@ class GrandFeaturizer(PartAlphabet):
     id = rank."""
 
     WHAT = "grandparent"
-    _gold_keys = staticmethod(_all_gold_keys)
+    _gold_keys = staticmethod(_gold_keys)
+    KEYS_PER_WORD = N_ROW_KEYS + N_CLASS_KEYS
 
     def compile(self, encoded: EncodedCorpus, i: int) -> CompiledGrand:
         """The ids of sentence ``i`` of ``encoded`` (see the module docstring)."""
@@ -244,7 +234,7 @@ class GrandFeaturizer(PartAlphabet):
         return out.reshape(cg.size, cg.size, cg.size)
 
 
-class GrandPartFeatures(PartRanges):
+class GrandPartFeatures(LayeredPartFeatures):
     """The parser's :class:`~egnlp.training.problem.PartFeatureSet` with sibling and grandparent parts:
     the parts of a sentence are its sibling parts (``sib``, a
     :class:`~egnlp.features.siblings.SiblingPartFeatures`: features 0..sib.n_features - 1) followed by
@@ -252,19 +242,18 @@ class GrandPartFeatures(PartRanges):
     ones).  Part ranges must be whole sentences."""
 
     def __init__(self, sib: SiblingPartFeatures, grand: GrandFeaturizer, encoded: EncodedCorpus):
-        self.sib = sib
+        self.sib = self.lower = sib
         self.arcs = sib.arcs
         self.siblings = sib.siblings
         self.grand = grand
         self.encoded = encoded
-        self.n_sib_features = int(sib.n_features)
+        self.n_sib_features = self.n_lower = int(sib.n_features)
         self.n_features = self.n_sib_features + grand.n_features
         sizes = np.diff(encoded.tok_ptr)
         counts = np.diff(sib.part_ptr) + sizes ** 3
         self.part_ptr = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
         np.cumsum(counts, out=self.part_ptr[1:])
         self._compiled: tuple[int, CompiledGrand] | None = None
-        self._buf: np.ndarray | None = None
 
     def compiled(self, i: int) -> CompiledGrand:
         """Sentence ``i``'s grandparent ids (compiled again at every visit of another sentence)."""
@@ -302,43 +291,12 @@ class GrandPartFeatures(PartRanges):
                         out[middle - lo:b - lo])
         return outs
 
-    def _folded(self, i: int, coef: np.ndarray):
+    def _layers(self, i: int, coef: np.ndarray):
+        """Sentence ``i``'s part coefficients as those of its sibling parts, and per grandparent row and
+        class with the sentence's ids."""
+        a, middle, _ = self.split(i)
         cg = self.compiled(i)
         row_coef = np.empty(cg.row_ids.shape[0])
         class_coef = np.empty(cg.class_ids.shape[0])
-        _fold(cg.size, coef, cg.tag, cg.nt, cg.memo, cg.class_ids.shape[0], row_coef, class_coef)
-        return cg, row_coef, class_coef
-
-    def scatter(self, lo: int, hi: int, coef: np.ndarray, target: np.ndarray) -> None:
-        """``target += sum_r coef[r - lo] phi(r)`` over the parts ``lo:hi`` (whole sentences)."""
-        coef = checked_vector(coef, "coef", hi - lo)
-        check_target(target, self.n_features)
-        for i in self.whole_examples(lo, hi):
-            a, middle, b = self.split(i)
-            slo, shi = self.sib.parts(i)
-            self.sib.scatter(slo, shi, coef[a - lo:middle - lo], target[:self.n_sib_features])
-            cg, row_coef, class_coef = self._folded(i, coef[middle - lo:b - lo])
-            grand = target[self.n_sib_features:]
-            _scatter_ids(cg.row_ids, row_coef, grand)
-            _scatter_ids(cg.class_ids, class_coef, grand)
-
-    def sparse_delta(self, lo: int, hi: int, coef: np.ndarray, w: np.ndarray):
-        """delta = sum_r coef[r - lo] phi(r) over the parts ``lo:hi`` (one sentence) as a sparse vector:
-        ``(ids, vals, w . delta, ||delta||^2)``."""
-        coef = checked_vector(coef, "coef", hi - lo)
-        w = checked_vector(w, "w", self.n_features)
-        examples = self.whole_examples(lo, hi)
-        if len(examples) != 1:
-            return self.dense_delta(lo, hi, coef, w)
-        i = examples[0]
-        a, middle, b = self.split(i)
-        slo, shi = self.sib.parts(i)
-        s_ids, s_vals, s_dot, s_sq = self.sib.sparse_delta(slo, shi, coef[:middle - a], w[:self.n_sib_features])
-        cg, row_coef, class_coef = self._folded(i, coef[middle - a:])
-        if self._buf is None:
-            self._buf = np.zeros(max(self.grand.n_features, 1))
-        g_ids, g_vals, g_dot, g_sq = rows_delta(self._buf, cg.row_ids, row_coef, cg.class_ids, class_coef,
-                                                w[self.n_sib_features:])
-        ids = np.concatenate([s_ids, g_ids + self.n_sib_features])
-        vals = np.concatenate([s_vals, g_vals])
-        return ids, vals, s_dot + g_dot, s_sq + g_sq
+        _fold(cg.size, coef[middle - a:], cg.tag, cg.nt, cg.memo, cg.class_ids.shape[0], row_coef, class_coef)
+        return coef[:middle - a], cg, row_coef, class_coef

@@ -136,17 +136,6 @@ def _gold_keys(atoms, base, heads, out, c):
     return c
 
 
-@njit(cache=True)
-def _all_gold_keys(tok_ptr, atoms, head_rows):
-    total = int(tok_ptr[-1]) * (N_ROW_KEYS + N_CLASS_KEYS)
-    out = np.empty(total, dtype=np.uint64)
-    c = 0
-    for i in range(tok_ptr.shape[0] - 1):
-        base = tok_ptr[i]
-        n = tok_ptr[i + 1] - base - 1
-        c = _gold_keys(atoms, base, head_rows[base + 1: base + 1 + n], out, c)
-    return out[:c]
-
 
 @njit(cache=True)
 def _lookup(table_keys, table_vals, key):
@@ -286,8 +275,9 @@ def rows_delta(buf, row_ids, row_coef, class_ids, class_coef, w):
 
 class PartAlphabet:
     """The alphabet of a higher-order part's templates: the keys of the gold parts of a training corpus,
-    id = rank.  A subclass names its parts (``WHAT``) and gives their keys (``_gold_keys``, a kernel of
-    tok_ptr, atoms and head rows)."""
+    id = rank.  A subclass names its parts (``WHAT``) and gives the keys of a sentence's gold parts
+    (``_gold_keys``: a kernel of the atoms, the sentence's first row, its heads, the output and where
+    to start writing; it returns where it stopped), at most ``KEYS_PER_WORD`` keys a word."""
 
     WHAT = "sibling"
 
@@ -303,8 +293,11 @@ class PartAlphabet:
 
     def fit(self, encoded: EncodedCorpus, heads_list):
         """Take the keys of the gold parts of ``encoded`` (trees ``heads_list``) as the alphabet."""
-        keys = self._gold_keys(encoded.tok_ptr, encoded.atoms, encoded.heads_rows(heads_list))
-        self.keys = np.unique(keys)
+        out = np.empty(int(encoded.tok_ptr[-1]) * self.KEYS_PER_WORD, dtype=np.uint64)
+        c = 0
+        for i, heads in enumerate(heads_list):
+            c = self._gold_keys(encoded.atoms, int(encoded.tok_ptr[i]), np.asarray(heads, dtype=np.int64), out, c)
+        self.keys = np.unique(out[:c])
         self._table = None
         return self
 
@@ -320,7 +313,8 @@ class PartAlphabet:
 class SiblingFeaturizer(PartAlphabet):
     """The sibling templates' alphabet: the keys of the gold sibling parts of a training corpus, id = rank."""
 
-    _gold_keys = staticmethod(_all_gold_keys)
+    _gold_keys = staticmethod(_gold_keys)
+    KEYS_PER_WORD = N_ROW_KEYS + N_CLASS_KEYS
 
     def compile(self, encoded: EncodedCorpus, i: int) -> CompiledSiblings:
         """The ids of sentence ``i`` of ``encoded`` (see the module docstring)."""
@@ -338,7 +332,51 @@ class SiblingFeaturizer(PartAlphabet):
         return out
 
 
-class SiblingPartFeatures(PartRanges):
+class LayeredPartFeatures(PartRanges):
+    """A part feature set of two layers: a part's features are those of a part of the feature set below
+    (``lower``, features 0..n_lower - 1) and those of its row and its class of this layer's templates
+    (numbered after them).  A subclass gives a sentence's coefficients in both layers (``_layers``).
+    Part ranges must be whole sentences."""
+
+    lower: PartRanges
+    n_lower: int
+    n_features: int
+    _buf: np.ndarray | None = None
+
+    def scatter(self, lo: int, hi: int, coef: np.ndarray, target: np.ndarray) -> None:
+        """``target += sum_r coef[r - lo] phi(r)`` over the parts ``lo:hi`` (whole sentences)."""
+        coef = checked_vector(coef, "coef", hi - lo)
+        check_target(target, self.n_features)
+        for i in self.whole_examples(lo, hi):
+            a, b = self.parts(i)
+            lower_coef, ids, row_coef, class_coef = self._layers(i, coef[a - lo:b - lo])
+            llo, lhi = self.lower.parts(i)
+            self.lower.scatter(llo, lhi, lower_coef, target[:self.n_lower])
+            upper = target[self.n_lower:]
+            _scatter_ids(ids.row_ids, row_coef, upper)
+            _scatter_ids(ids.class_ids, class_coef, upper)
+
+    def sparse_delta(self, lo: int, hi: int, coef: np.ndarray, w: np.ndarray):
+        """delta = sum_r coef[r - lo] phi(r) over the parts ``lo:hi`` (one sentence) as a sparse vector:
+        ``(ids, vals, w . delta, ||delta||^2)``."""
+        coef = checked_vector(coef, "coef", hi - lo)
+        w = checked_vector(w, "w", self.n_features)
+        examples = self.whole_examples(lo, hi)
+        if len(examples) != 1:
+            return self.dense_delta(lo, hi, coef, w)
+        i = examples[0]
+        lower_coef, ids, row_coef, class_coef = self._layers(i, coef)
+        llo, lhi = self.lower.parts(i)
+        l_ids, l_vals, l_dot, l_sq = self.lower.sparse_delta(llo, lhi, lower_coef, w[:self.n_lower])
+        if self._buf is None:
+            self._buf = np.zeros(max(self.n_features - self.n_lower, 1))
+        u_ids, u_vals, u_dot, u_sq = rows_delta(self._buf, ids.row_ids, row_coef, ids.class_ids, class_coef,
+                                                w[self.n_lower:])
+        return (np.concatenate([l_ids, u_ids + self.n_lower]), np.concatenate([l_vals, u_vals]),
+                l_dot + u_dot, l_sq + u_sq)
+
+
+class SiblingPartFeatures(LayeredPartFeatures):
     """The parser's :class:`~egnlp.training.problem.PartFeatureSet` with sibling parts: the parts of a
     sentence are its sibling parts (module docstring), the features the first-order ones of the part's
     arc (``arcs``, an :class:`~egnlp.features.arc_parts.ArcPartFeatures`, ids 0..arcs.n_features - 1)
@@ -348,7 +386,8 @@ class SiblingPartFeatures(PartRanges):
         self.arcs = arcs
         self.siblings = siblings
         self.encoded = encoded
-        self.n_arc_features = int(arcs.n_features)
+        self.lower = arcs
+        self.n_arc_features = self.n_lower = int(arcs.n_features)
         self.n_features = self.n_arc_features + siblings.n_features
         sizes = np.diff(encoded.tok_ptr)
         counts = np.array([n_parts(int(k)) for k in sizes], dtype=np.int64)
@@ -356,7 +395,6 @@ class SiblingPartFeatures(PartRanges):
         np.cumsum(counts, out=self.part_ptr[1:])
         self._compiled: tuple[int, CompiledSiblings] | None = None
         self._cache: dict[int, CompiledSiblings] = {}
-        self._buf: np.ndarray | None = None
 
     def compiled(self, i: int) -> CompiledSiblings:
         """Sentence ``i``'s sibling ids, kept for later passes while the arcs' cache budget
@@ -396,43 +434,12 @@ class SiblingPartFeatures(PartRanges):
                         w[self.n_arc_features:], out[a - lo:b - lo])
         return outs
 
-    def _folded(self, i: int, coef: np.ndarray):
+    def _layers(self, i: int, coef: np.ndarray):
+        """Sentence ``i``'s part coefficients as those of its arcs (summed per arc), and per sibling row
+        and class with the sentence's ids."""
         cs = self.compiled(i)
         arc_coef = np.empty(cs.size * cs.size)
         row_coef = np.empty(cs.row_ids.shape[0])
         class_coef = np.empty(cs.class_ids.shape[0])
         _fold(cs.size, coef, cs.part_class, cs.class_ids.shape[0], arc_coef, row_coef, class_coef)
-        return cs, arc_coef, row_coef, class_coef
-
-    def scatter(self, lo: int, hi: int, coef: np.ndarray, target: np.ndarray) -> None:
-        """``target += sum_r coef[r - lo] phi(r)`` over the parts ``lo:hi`` (whole sentences)."""
-        coef = checked_vector(coef, "coef", hi - lo)
-        check_target(target, self.n_features)
-        for i in self.whole_examples(lo, hi):
-            a, b = self.parts(i)
-            cs, arc_coef, row_coef, class_coef = self._folded(i, coef[a - lo:b - lo])
-            alo, ahi = self.arcs.parts(i)
-            self.arcs.scatter(alo, ahi, arc_coef, target[:self.n_arc_features])
-            sib = target[self.n_arc_features:]
-            _scatter_ids(cs.row_ids, row_coef, sib)
-            _scatter_ids(cs.class_ids, class_coef, sib)
-
-    def sparse_delta(self, lo: int, hi: int, coef: np.ndarray, w: np.ndarray):
-        """delta = sum_r coef[r - lo] phi(r) over the parts ``lo:hi`` (one sentence) as a sparse vector:
-        ``(ids, vals, w . delta, ||delta||^2)``."""
-        coef = checked_vector(coef, "coef", hi - lo)
-        w = checked_vector(w, "w", self.n_features)
-        examples = self.whole_examples(lo, hi)
-        if len(examples) != 1:
-            return self.dense_delta(lo, hi, coef, w)
-        i = examples[0]
-        cs, arc_coef, row_coef, class_coef = self._folded(i, coef)
-        alo, ahi = self.arcs.parts(i)
-        a_ids, a_vals, a_dot, a_sq = self.arcs.sparse_delta(alo, ahi, arc_coef, w[:self.n_arc_features])
-        if self._buf is None:
-            self._buf = np.zeros(max(self.siblings.n_features, 1))
-        s_ids, s_vals, s_dot, s_sq = rows_delta(self._buf, cs.row_ids, row_coef, cs.class_ids, class_coef,
-                                                w[self.n_arc_features:])
-        ids = np.concatenate([a_ids, s_ids + self.n_arc_features])
-        vals = np.concatenate([a_vals, s_vals])
-        return ids, vals, a_dot + s_dot, a_sq + s_sq
+        return arc_coef, cs, row_coef, class_coef
