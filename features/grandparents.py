@@ -127,8 +127,6 @@ def _gold_keys(atoms, base, heads, out, c):
     return c
 
 
-
-
 @njit(cache=True)
 def _memo_at(tag, nt, g, h, m):
     return ((tag[g] * nt + tag[h]) * nt + tag[m]) * 4 + _directions(g, h, m)
@@ -172,7 +170,6 @@ def _compile(atoms, base, n, table_keys, table_vals):
     return row_ids, tag, nt, memo, class_ids[:n_classes].copy()
 
 
-
 @njit(cache=True)
 def _scores(size, row_ids, tag, nt, memo, class_ids, w, out):
     """out[(g size + h) size + m] = the row's and the class's weights of every grandparent part, 0 elsewhere."""
@@ -206,7 +203,6 @@ def _fold(size, coef, tag, nt, memo, n_classes, row_coef, class_coef):
                 if c != 0.0:
                     row_coef[g * size + m] += c
                     class_coef[memo[_memo_at(tag, nt, g, h, m)]] += c
-
 
 
 class GrandFeaturizer(PartAlphabet):

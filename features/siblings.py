@@ -136,7 +136,6 @@ def _gold_keys(atoms, base, heads, out, c):
     return c
 
 
-
 @njit(cache=True)
 def _lookup(table_keys, table_vals, key):
     return table_lookup(table_keys, table_vals, key) if table_keys.shape[0] > 0 else -1
@@ -335,8 +334,9 @@ class SiblingFeaturizer(PartAlphabet):
 class LayeredPartFeatures(PartRanges):
     """A part feature set of two layers: a part's features are those of a part of the feature set below
     (``lower``, features 0..n_lower - 1) and those of its row and its class of this layer's templates
-    (numbered after them).  A subclass gives a sentence's coefficients in both layers (``_layers``).
-    Part ranges must be whole sentences."""
+    (numbered after them).  A subclass gives a sentence's coefficients in both layers: ``_layers(i,
+    coef)`` is (the coefficients of sentence i's parts below, its compiled ids with ``row_ids`` and
+    ``class_ids``, the coefficients per row, per class).  Part ranges must be whole sentences."""
 
     lower: PartRanges
     n_lower: int
