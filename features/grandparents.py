@@ -109,21 +109,15 @@ def _class_keys(atoms, base, g, h, m, out):
 def _gold_keys(atoms, base, heads, out, c):
     """The keys of the gold grandparent parts of one sentence (``heads`` of words 1..n) into ``out`` from c."""
     n = heads.shape[0]
-    row = np.empty(N_ROW_KEYS, dtype=np.uint64)
-    cls = np.empty(N_CLASS_KEYS, dtype=np.uint64)
     for m in range(1, n + 1):
         h = heads[m - 1]
         if h == 0:
             continue
         g = heads[h - 1]
-        _row_keys(atoms, base, g, m, row)
-        _class_keys(atoms, base, g, h, m, cls)
-        for j in range(N_ROW_KEYS):
-            out[c] = row[j]
-            c += 1
-        for j in range(N_CLASS_KEYS):
-            out[c] = cls[j]
-            c += 1
+        _row_keys(atoms, base, g, m, out[c:c + N_ROW_KEYS])
+        c += N_ROW_KEYS
+        _class_keys(atoms, base, g, h, m, out[c:c + N_CLASS_KEYS])
+        c += N_CLASS_KEYS
     return c
 
 

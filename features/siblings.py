@@ -112,8 +112,6 @@ def _slot_of(h, s, m):
 def _gold_keys(atoms, base, heads, out, c):
     """The keys of the gold sibling parts of one sentence (``heads`` of words 1..n) into ``out`` from c."""
     n = heads.shape[0]
-    row = np.empty(N_ROW_KEYS, dtype=np.uint64)
-    cls = np.empty(N_CLASS_KEYS, dtype=np.uint64)
     for m in range(1, n + 1):
         h = heads[m - 1]
         s = -1  # the nearest modifier of h between h and m
@@ -125,14 +123,10 @@ def _gold_keys(atoms, base, heads, out, c):
                 elif s < 0:
                     s = x  # left side: the first one is nearest to m
         slot = _slot_of(h, s, m)
-        _row_keys(atoms, base, s, m, slot, row)
-        _class_keys(atoms, base, h, s, m, slot, cls)
-        for j in range(N_ROW_KEYS):
-            out[c] = row[j]
-            c += 1
-        for j in range(N_CLASS_KEYS):
-            out[c] = cls[j]
-            c += 1
+        _row_keys(atoms, base, s, m, slot, out[c:c + N_ROW_KEYS])
+        c += N_ROW_KEYS
+        _class_keys(atoms, base, h, s, m, slot, out[c:c + N_CLASS_KEYS])
+        c += N_CLASS_KEYS
     return c
 
 
