@@ -227,7 +227,7 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     model for any number.
     The dev set, if given, is scored (UAS) after every pass.  ``patience``
     P (needs a dev set) stops the run once the dev score has not improved for
-    P passes; with a patience or a ``max_seconds`` budget and a dev set, the
+    P passes at the final C (passes of annealed EG at a larger C do not count); with a patience or a ``max_seconds`` budget and a dev set, the
     model has the weights of the best dev pass (``info["best_pass"]``), not
     the last pass's; the result keeps every pass's record.  With a
     :class:`~egnlp.training.records.BestPass` among the ``callbacks``, Ctrl-C
@@ -244,7 +244,8 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     spec = get_trainer(trainer)
     settings = parser_settings(trainer, settings, siblings)
     config = make_config(spec, **settings)
-    keeper = BestPass(patience) if patience is not None or getattr(config, "max_seconds", None) is not None else None
+    keeper = (BestPass(patience, getattr(config, "C", None))
+              if patience is not None or getattr(config, "max_seconds", None) is not None else None)
     if patience is not None and not dev:
         raise ValueError("a patience needs a dev set to score the passes (give --dev, or a data set with one)")
     given_root, given_tree = root, tree

@@ -165,8 +165,9 @@ def parser_train(
     seed: SeedOption = None,
     max_seconds: MaxSecondsOption = None,
     patience: Optional[int] = typer.Option(None, "--patience", callback=at_least_zero, help="Stop when the dev "
-                                           "score has not improved for this many passes; the model is the best "
-                                           "dev pass's (as with --max-seconds and a dev set); 0: no early stop.",
+                                           "score has not improved for this many passes at the final C (EG's "
+                                           "annealed passes do not count); the model is the best dev pass's (as "
+                                           "with --max-seconds and a dev set); 0: no early stop.",
                                            show_default=f"{PARSER_PATIENCE} with a dev set, for the online "
                                                         "trainers (bcfw, eg-mm, eg-ll, sgd)"),
     root: Optional[Root] = typer.Option(None, "--root", help="Tree space: one root child or any number.",

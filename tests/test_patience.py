@@ -94,6 +94,23 @@ def test_best_pass_patience_values() -> None:
     assert keeper.best.passes == 1 and keeper.result().weights.tolist() == [1.0, 1.0, 1.0]
 
 
+def test_patience_counts_only_the_passes_at_the_target_C() -> None:
+    # annealed EG: C falls from 10 to 1; the dev score peaks while C is still 5 and falls after
+    keeper = BestPass(2, target_C=1.0)
+    Cs = [10.0, 10.0, 5.0, 2.0, 1.0, 1.0, 1.0]
+    devs = [50.0, 60.0, 70.0, 65.0, 64.0, 66.0, 65.0]
+    stops = []
+    for passes, (C, dev) in enumerate(zip(Cs, devs)):
+        record = PassRecord(passes, passes, 0.0, 1.0, None, None, None, dev=dev, C=C)
+        keeper.keep(record, np.full(3, float(passes)))
+        keeper(record)
+        stops.append(keeper.stop)
+    # without target_C the run would stop at pass 4 (two passes after the best, pass 2); the count
+    # starts at pass 4, the first at C = 1, and ends two passes at C = 1 without improvement later
+    assert stops == [False] * 5 + [True, True]
+    assert keeper.best.passes == 2
+
+
 def test_patience_needs_a_dev_set(data) -> None:
     with pytest.raises(ValueError, match="dev set"):
         train_parser(data[0][:5], None, patience=2)

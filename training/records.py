@@ -122,13 +122,20 @@ class BestPass:
     run (see :func:`fit_or_best`); it costs a copy of the weights per pass that improves.
 
     With ``patience`` P, :attr:`stop` turns true once the dev score has not improved for P passes, and
-    the :class:`Recorder` then ends the run (early stopping); :meth:`result` gives the best pass.
+    the :class:`Recorder` then ends the run (early stopping); :meth:`result` gives the best pass.  With
+    ``target_C`` as well, only passes at that C count toward the patience: while EG anneals C from
+    10 C down to it (:meth:`~egnlp.training.eg.EGConfig.C_at`), each pass optimises another
+    objective and the dev score climbs as C falls, so stopping there would keep a model of an
+    objective the run was not asked for (eu, ``--trainer eg-mm``: stopped at pass 7 at C = 541, dev
+    UAS 70.3 against 78 at C = 100).
     """
 
-    def __init__(self, patience: int | None = None) -> None:
+    def __init__(self, patience: int | None = None, target_C: float | None = None) -> None:
         if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int) or patience < 1):
             raise ValueError(f"the patience must be a whole number of passes >= 1, not {patience!r}")
         self.patience = patience
+        self.target_C = target_C
+        self._settled: int | None = None  # the first pass at target_C
         self.stop = False
         self.records: list[PassRecord] = []
         self._best: tuple[int, PassRecord, np.ndarray] | None = None  # replaced whole: an interrupt never splits it
@@ -140,9 +147,12 @@ class BestPass:
 
     def __call__(self, record: PassRecord) -> None:
         self.records.append(record)
+        if self._settled is None and (self.target_C is None or record.C is None or record.C == self.target_C):
+            self._settled = record.passes
         best = self.best
-        if self.patience is not None and best is not None and best.dev is not None and record.dev is not None:
-            self.stop = record.passes - best.passes >= self.patience
+        if (self.patience is not None and self._settled is not None and best is not None and best.dev is not None
+                and record.dev is not None):
+            self.stop = record.passes - max(best.passes, self._settled - 1) >= self.patience
 
     @property
     def best(self) -> PassRecord | None:
