@@ -6,7 +6,7 @@ import pytest
 from egnlp.corpora import load_dataset
 from egnlp.corpora.sentence import HEAD, Sentence
 from egnlp.features.arc_featurizer import ArcFeaturizer
-from egnlp.features.arc_templates import N_SLOTS, _N_BETWEEN, _N_FIXED
+from egnlp.features.arc_templates import N_SLOTS, SUFFIX, WORD, _N_BETWEEN, _N_FIXED
 from egnlp.features.csr import PartFeatures, add_sparse, collect_delta
 from egnlp.features.hashing import KeyTable, hash_string
 
@@ -107,6 +107,26 @@ def test_unknown_words_drop_lexical_features_but_keep_pos_ones(sentences):
     a = f.part_features(f.encode([sent]))
     b = f.part_features(f.encode([other]))
     assert 0 < b.feat_ids.size < a.feat_ids.size
+
+
+def test_unseen_words_keep_the_features_of_their_suffix(sentences):
+    # The second pair set reads the last three letters of the lower-cased word: an unseen word with a
+    # known ending keeps those features, one without loses them.
+    f = ArcFeaturizer("alphabet")
+    f.fit(f.encode(sentences), [s.heads for s in sentences])
+    sent = sentences[0]
+
+    def renamed(form_of):
+        return type(sent)(tuple(row[:1] + (form_of(row[1]),) + row[2:] for row in sent.rows))
+
+    same_ending = renamed(lambda form: "Qqqq" + form[-3:].upper() if len(form) >= 3 else form)
+    new_ending = renamed(lambda form: "qqqqqq" if len(form) >= 3 else form)
+    enc = f.encode([sent, same_ending, new_ending])
+    base = enc.tok_ptr[:3]
+    np.testing.assert_array_equal(enc.atoms[base[0]:base[1], SUFFIX], enc.atoms[base[1]:base[2], SUFFIX])
+    assert (enc.atoms[base[0]:base[1], WORD] != enc.atoms[base[1]:base[2], WORD]).sum() > 5
+    kept = f.part_features(f.encode([same_ending])).feat_ids.size
+    assert f.part_features(f.encode([new_ending])).feat_ids.size < kept < f.part_features(f.encode([sent])).feat_ids.size
 
 
 def test_collect_delta_matches_dense_computation():
