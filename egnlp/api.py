@@ -34,18 +34,18 @@ from egnlp.training.registry import MAXENT, check_settings, get_trainer, make_co
 
 
 # The parser's defaults, chosen on dev.  The max-margin objective at C = 100 (the best C of
-# Collins et al. 2008, Sec. 8, for max-margin parsing) against the log-linear one at C = 20 (the best
-# of a warm-started sweep on es dev): dev UAS 80.90 against 80.14 on es, 88.76 against 87.1 on wsj.
+# Collins et al. 2008, Sec. 8, for max-margin parsing; 30 since, below) against the log-linear one at C = 20
+# (the best of a warm-started sweep on es dev): dev UAS 80.90 against 80.14 on es, 88.76 against 87.1 on wsj.
 # Its default trainer is BCFW with the weighted average of its iterates, 15 passes: on es it reaches
 # the dev UAS that max-margin EG reaches after 30 to 60 passes (81.25 at pass 13 against EG's best of
 # 81.09), so a default run costs a fraction of EG's CPU time (docs/accuracy.md); EG stays one option
 # away (--trainer eg-mm).
 DEFAULT_PARSER_TRAINER = "bcfw"
-DEFAULT_PARSER_C = {"ll": 20.0, "mm": 100.0}
-# With sibling parts the max-margin objective parses best at a smaller C: dev UAS at C = 10 / 30 / 100 on
-# es 82.44 / 82.70 / 82.12, pt-bosque 85.10 / 85.22 / 84.82, nl-alpino 82.59 / 82.22 / 80.83
-# (docs/accuracy.md).  The log-linear one keeps its C (not measured).
-SIBLING_PARSER_C = {"ll": 20.0, "mm": 30.0}
+# The max-margin C parses best at 30 on every tuning split, first order (dev UAS at C = 30 / 100: es 81.25 /
+# 81.08, eu 79.06 / 78.72, nl-alpino 82.96 / 81.67, pt-bosque 83.90 / 83.78) and with sibling parts (es
+# 82.70 / 82.12, pt-bosque 85.22 / 84.82, nl-alpino 82.22 / 80.83); docs/accuracy.md.  The log-linear C
+# is the best of a warm-started path on es (README).
+DEFAULT_PARSER_C = {"ll": 20.0, "mm": 30.0}
 # Settings the parser gives a trainer unless the caller does (the trainers' own defaults otherwise).
 DEFAULT_PARSER_SETTINGS = {"bcfw": {"average": True, "max_passes": 15}}
 # parser train's early stop when there is a dev set: no better dev UAS for this many passes, for the
@@ -89,12 +89,11 @@ def default_patience(trainer: str) -> int | None:
     return DEFAULT_PATIENCE if trainer in ONLINE_TRAINERS else None
 
 
-def parser_settings(trainer: str, settings: dict, siblings: bool = False) -> dict:
+def parser_settings(trainer: str, settings: dict) -> dict:
     """``settings`` with the parser's defaults for ``trainer`` filled in: C of its objective
-    (:data:`SIBLING_PARSER_C` for a second-order model) and :data:`DEFAULT_PARSER_SETTINGS`."""
+    (:data:`DEFAULT_PARSER_C`) and :data:`DEFAULT_PARSER_SETTINGS`."""
     spec = get_trainer(trainer)
-    default_c = (SIBLING_PARSER_C if siblings else DEFAULT_PARSER_C)[spec.objective]
-    return {"C": default_c, **DEFAULT_PARSER_SETTINGS.get(trainer, {}), **settings}
+    return {"C": DEFAULT_PARSER_C[spec.objective], **DEFAULT_PARSER_SETTINGS.get(trainer, {}), **settings}
 
 
 def _dev_correct(job: tuple, block: Sequence[int]) -> list[int]:
@@ -218,7 +217,7 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     ``settings`` go to the trainer's config (for
     EG: C, max_passes, tol, seed, eta_init, order, max_seconds, anneal; see
     ``egnlp.training.registry.TRAINERS`` for the others).  C defaults to
-    :data:`DEFAULT_PARSER_C` of the trainer's objective (:data:`SIBLING_PARSER_C` with ``siblings``).
+    :data:`DEFAULT_PARSER_C` of the trainer's objective.
     ``state`` warm-starts the trainer.  ``cache_mb`` keeps that many MiB of compiled training and dev
     sentences for later passes (:func:`cache_budget`; by default the dev sentences up to
     :data:`DEV_CACHE_BYTES`, :func:`dev_cache_budget`): less time, the same model.  ``jobs`` processes
@@ -242,7 +241,7 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
         raise ValueError("no training sentences")
     siblings = siblings or grandparents
     spec = get_trainer(trainer)
-    settings = parser_settings(trainer, settings, siblings)
+    settings = parser_settings(trainer, settings)
     config = make_config(spec, **settings)
     keeper = (BestPass(patience, getattr(config, "C", None))
               if patience is not None or getattr(config, "max_seconds", None) is not None else None)

@@ -20,7 +20,6 @@ import typer
 
 from egnlp import __version__
 from egnlp.console import (AnnealOption, DecodingProgress, OrderOption, DASK_TRAINER, EG_PASSES, EG_TOL, FORMAT_HELP, PARSER_C, PARSER_PASSES,
-                           SIBLING_PARSER_C,
                            PARSER_PATIENCE, PARSER_TRAINER, USER_ERRORS, DaskOption, DataOption,
                            DevOption, EncodingOption, JobsOption, JsonOption, MaxSecondsOption, ModelOut, QuietOption,
                            SaveOnInterruptOption, SeedOption, Split, TextOut, TrainerName, TrainingProgress,
@@ -147,8 +146,7 @@ def parser_train(
                                                   "trainers).",
                                                   show_default=f"{PARSER_TRAINER} (with --dask: {DASK_TRAINER})"),
     C: Optional[float] = typer.Option(None, "--C", help="Regularisation constant C of sum_i loss_i + C/2 ||w||^2.",
-                                      show_default=f"{PARSER_C['mm']:g} for max-margin trainers "
-                                                   f"({SIBLING_PARSER_C['mm']:g} with --siblings), "
+                                      show_default=f"{PARSER_C['mm']:g} for max-margin trainers, "
                                                    f"{PARSER_C['ll']:g} for log-linear ones"),
     C_path: Optional[str] = typer.Option(None, "--C-path", help="START:FACTOR:COUNT, e.g. 1000:0.7:21: train a "
                                          "warm-started path of C values, print a table, keep the best on dev."),
@@ -252,8 +250,8 @@ def parser_train(
         # Check the settings against the trainer before reading any data.
         spec = get_trainer(trainer_name)
         if Cs is None and dask is None:
-            settings = parser_settings(trainer_name, settings, siblings)
-        default_c = (SIBLING_PARSER_C if siblings else PARSER_C)[spec.objective]
+            settings = parser_settings(trainer_name, settings)
+        default_c = PARSER_C[spec.objective]
         config = make_config(spec, **{**settings, **trainer_settings(C=Cs[0] if Cs else C or default_c,
                                                                      tol=tol)})
         invalid: list[str] | None = [] if skip_invalid else None

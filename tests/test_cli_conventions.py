@@ -172,14 +172,12 @@ def test_help_shows_every_default_choice_and_whole_help_text(path: tuple[str, ..
 
 
 def test_help_defaults_are_the_code_defaults() -> None:
-    from egnlp.api import (DEFAULT_PARSER_C, DEFAULT_PARSER_SETTINGS, DEFAULT_PARSER_TRAINER, DEFAULT_PATIENCE,
-                           SIBLING_PARSER_C)
+    from egnlp.api import DEFAULT_PARSER_C, DEFAULT_PARSER_SETTINGS, DEFAULT_PARSER_TRAINER, DEFAULT_PATIENCE
     from egnlp.distributed import DASK_TRAINERS
     from egnlp.tagging import DEFAULT_C, DEFAULT_SIGMA2, MAXENT_DEFAULTS, train_maxent_tagger
     from egnlp.training.eg import EGConfig
 
     assert console.PARSER_TRAINER == DEFAULT_PARSER_TRAINER and console.PARSER_C == DEFAULT_PARSER_C
-    assert console.SIBLING_PARSER_C == SIBLING_PARSER_C
     assert console.PARSER_PASSES == DEFAULT_PARSER_SETTINGS[DEFAULT_PARSER_TRAINER]["max_passes"]
     assert console.PARSER_PATIENCE == DEFAULT_PATIENCE and console.DASK_TRAINER == DASK_TRAINERS[0]
     assert (console.EG_PASSES, console.EG_TOL) == (EGConfig.max_passes, EGConfig.tol)
@@ -187,8 +185,7 @@ def test_help_defaults_are_the_code_defaults() -> None:
     assert console.MAXENT_BEAM == inspect.signature(train_maxent_tagger).parameters["beam"].default
     assert {"max_passes": console.MAXENT_PASSES, "tol": console.MAXENT_TOL} == MAXENT_DEFAULTS
     shown = flat(run("parser", "train", "--help").stdout)
-    assert flat(f"[default: ({DEFAULT_PARSER_C['mm']:g} for max-margin trainers ({SIBLING_PARSER_C['mm']:g} with "
-                f"--siblings), {DEFAULT_PARSER_C['ll']:g}") in shown
+    assert flat(f"[default: ({DEFAULT_PARSER_C['mm']:g} for max-margin trainers, {DEFAULT_PARSER_C['ll']:g}") in shown
     assert flat(f"Pass limit. [default: ({console.PARSER_PASSES} for {DEFAULT_PARSER_TRAINER}, "
                 f"{EGConfig.max_passes} for EG") in shown
 
