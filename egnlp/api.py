@@ -226,7 +226,8 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     model for any number.
     The dev set, if given, is scored (UAS) after every pass.  ``patience``
     P (needs a dev set) stops the run once the dev score has not improved for
-    P passes at the final C (passes of annealed EG at a larger C do not count); with a patience or a ``max_seconds`` budget and a dev set, the
+    P passes at the final C (passes of annealed EG at a larger C do not
+    count); with a patience or a ``max_seconds`` budget and a dev set, the
     model has the weights of the best dev pass (``info["best_pass"]``), not
     the last pass's; the result keeps every pass's record.  With a
     :class:`~egnlp.training.records.BestPass` among the ``callbacks``, Ctrl-C
