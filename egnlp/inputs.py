@@ -142,13 +142,13 @@ class Piece(NamedTuple):
 
 def text_pieces(source: str, fmt: str | None = None, *, accept: tuple[str, ...] = TREE_FORMATS,
                 command: str = "egnlp", encoding: str = "utf-8",
-                piece_bytes: int = PIECE_BYTES) -> tuple[str, str, Iterator[Piece]]:
+                piece_bytes: int | None = None) -> tuple[str, str, Iterator[Piece]]:
     """(format, name for messages, the file's text in pieces of about ``piece_bytes``, each ending
     at a sentence's end).  The format is told (or checked) on the first piece; decoding errors, raised
     as the pieces are read, name the file's own line.  Plain text and CoNLL-2000 come as one piece
-    (their readers take the whole text)."""
+    (their readers take the whole text).  ``piece_bytes``: :data:`PIECE_BYTES` by default."""
     name = STDIN_NAME if source == STDIN else source
-    pieces = _pieces(source, piece_bytes, encoding)
+    pieces = _pieces(source, PIECE_BYTES if piece_bytes is None else piece_bytes, encoding)
     first, line = next(pieces, (b"", 1))
     text = decode(first, name, encoding, line).removeprefix("\ufeff")
     chosen = input_format(text, name, fmt, accept, command)

@@ -239,7 +239,7 @@ def tagger_tag(
             write_output_pieces(tagged_pieces(), out)
             report_counts("tagged", counts[0], counts[1], time.perf_counter() - start, out, quiet)
             return
-        text = next(pieces).text  # plain text and CoNLL-2000 come whole
+        text = "".join(piece.text for piece in pieces)  # whole for --dask (plain text and CoNLL-2000: one piece)
         if chosen == TEXT:
             if tagger.use_pos and pos_model is None:
                 raise ValueError("this model is a chunker and reads POS tags: give --pos-tagger MODEL "

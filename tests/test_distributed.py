@@ -13,6 +13,7 @@ from cli_helpers import assert_ok, error_line, run  # noqa: E402
 
 from egnlp.api import build_parsing_problem, train_parser  # noqa: E402
 from egnlp.corpora import format_conll, load_dataset  # noqa: E402
+import egnlp.inputs as inputs  # noqa: E402
 from egnlp.distributed import (dask_client, fit_cocoa, parse_on_cluster, shard_sentences,  # noqa: E402
                                tag_on_cluster)
 from egnlp.tagging import label_columns, train_crf_tagger  # noqa: E402
@@ -50,7 +51,7 @@ def test_parse_on_cluster_equals_local(client, es, small_parser):
     assert format_conll(parse_on_cluster(client, small_parser, test)) == format_conll(small_parser.parse_corpus(test))
 
 
-def test_tag_on_cluster_equals_local(client, es, tmp_path):
+def test_tag_on_cluster_equals_local(client, es, tmp_path, monkeypatch):
     tokens, tags, _ = label_columns(es[0][:80], "pos")
     tagger, _ = train_crf_tagger(tokens, tags, C=1.0, max_passes=3)
     test = es[1]
@@ -59,6 +60,7 @@ def test_tag_on_cluster_equals_local(client, es, tmp_path):
     model, data = tmp_path / "t.npz", tmp_path / "test.conll"
     tagger.save(model)
     data.write_text(format_conll(test[:50]), encoding="utf-8")
+    monkeypatch.setattr(inputs, "PIECE_BYTES", 8_000)  # the file is read in pieces: --dask tags them all
     here, there = run("tagger", "tag", model, data, "-q"), run("tagger", "tag", model, data, "-q", "--dask",
                                                                  client.scheduler.address)
     assert_ok(here)
