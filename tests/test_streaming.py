@@ -52,6 +52,25 @@ def test_pieces_count_the_bytes_the_progress_shows(tmp_path) -> None:
     assert DecodingProgress("parsing", "-", tmp_path / "o", terminal=True).total is None  # stdin: no size
 
 
+def test_pieces_shrink_toward_the_end_of_a_file(tmp_path) -> None:
+    """Pieces of a file are about ``piece_bytes`` until an eighth of what is left is less, then smaller, down
+    to a sixteenth of it, so that the last pieces on several workers take about the same time; a pipe's
+    size is unknown and its pieces stay whole.  The sentences are those of the file either way."""
+    assert inputs.piece_size(80_000, None) == 80_000
+    assert inputs.piece_size(80_000, 10_000_000) == 80_000
+    assert inputs.piece_size(80_000, 320_000) == 40_000
+    assert inputs.piece_size(80_000, 8_000) == 5_000
+    _, _, pieces = text_pieces(str(UD_DEV), piece_bytes=80_000)
+    sizes = [piece.nbytes for piece in pieces]
+    assert sum(sizes) == UD_DEV.stat().st_size
+    assert min(sizes[:5]) > 70_000 and max(sizes[-5:]) < 10_000  # pieces end at a sentence's end
+    with open(UD_DEV, "rb") as handle:
+        assert inputs._file_size(handle) == UD_DEV.stat().st_size
+    read, write = os.pipe()
+    with os.fdopen(read, "rb") as r, os.fdopen(write, "wb"):
+        assert inputs._file_size(r) is None
+
+
 @pytest.mark.parametrize("piece_bytes", [1, 5_000, 300_000, 1 << 30])
 def test_pieces_give_the_sentences_of_the_whole_file(piece_bytes) -> None:
     fmt, whole = read_sentences(str(UD_DEV), require_heads=False)
