@@ -23,9 +23,10 @@ from egnlp.features.grandparents import GrandFeaturizer, GrandPartFeatures
 from egnlp.features.siblings import SiblingFeaturizer, SiblingPartFeatures
 from egnlp.parser.eisner2 import n_sibling_parts, sibling_argmax
 from egnlp.parser.eisner3 import grand_argmax
-from egnlp.parser.trees import AUTO, PROJECTIVE, choose_tree, tree_space
+from egnlp.parser.trees import (AUTO, FINAL_ON_ROOT_SHARE, PROJECTIVE, choose_tree, final_on_root_argmax,
+                                final_on_root_share, tree_space)
 from egnlp.parser.labeler import ArcLabeler, arc_label_keys, predicate_ids
-from egnlp.parser.model import Parser
+from egnlp.parser.model import Parser, final_punct
 from egnlp.parser.problem import GrandParsingProblem, ParsingProblem, SiblingParsingProblem
 from egnlp.training.path import PathPoint, regularization_path
 from egnlp.training.records import BestPass, Callback, TrainingInterrupted, TrainResult, fit_or_best
@@ -98,7 +99,7 @@ def parser_settings(trainer: str, settings: dict) -> dict:
 
 def _dev_correct(job: tuple, block: Sequence[int]) -> list[int]:
     """The number of words with the right head in each dev sentence of ``block`` (``job``: see uas_scorer)."""
-    pf, gold, argmax, root, order, w = job
+    pf, gold, argmax, root, order, w, finals = job
     out = []
     for s in block:
         lo, hi = pf.parts(s)
@@ -109,6 +110,8 @@ def _dev_correct(job: tuple, block: Sequence[int]) -> list[int]:
             heads = grand_argmax(theta[:middle], theta[middle:].reshape(k, k, k), k, root)
         elif order == 2:
             heads = sibling_argmax(pf.scores(lo, hi, w), k, root)
+        elif finals is not None and finals[s]:
+            heads = final_on_root_argmax(argmax, pf.scores(lo, hi, w).reshape(k, k), root)
         else:
             heads = argmax(pf.scores(lo, hi, w).reshape(k, k), root=root)
         out.append(int((heads[1:] == gold[s]).sum()))
@@ -117,10 +120,11 @@ def _dev_correct(job: tuple, block: Sequence[int]) -> list[int]:
 
 def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: str, tree: str = PROJECTIVE,
                siblings: SiblingFeaturizer | None = None, budget: CacheBudget | None = None, jobs: int = 1,
-               grand: GrandFeaturizer | None = None):
+               grand: GrandFeaturizer | None = None, final_on_root: bool = False):
     """A ``w -> UAS`` function over ``sentences`` (punctuation counted) in a tree space, for dev records;
     with ``siblings``, of the second-order parser with those sibling features (and with ``grand``, of
-    the third-order one with those grandparent features too).  ``budget``: compiled
+    the third-order one with those grandparent features too); ``final_on_root``: decoded as a
+    :class:`~egnlp.parser.model.Parser` with it decodes.  ``budget``: compiled
     sentences kept between calls (none by default); ``jobs``: processes that decode the sentences
     (:func:`~egnlp.corpora.blocks.map_blocks`; the score is the same for any number)."""
     argmax = tree_space(tree).argmax
@@ -131,6 +135,9 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
     if grand is not None:
         pf = GrandPartFeatures(pf, grand, encoded)
     order = 1 if siblings is None else 2 if grand is None else 3
+    if final_on_root and (order > 1 or root != "single"):
+        raise ValueError("final punctuation on the root's child needs a first-order, single-root parser")
+    finals = final_punct(sentences) if final_on_root else None
     gold = [np.asarray(s.heads) for s in sentences]
     total = sum(len(g) for g in gold)
 
@@ -142,10 +149,23 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
             for i in range(len(gold)):
                 if not pf.keep(i):
                     break
-        correct = map_blocks(_dev_correct, (pf, gold, argmax, root, order, w), range(len(gold)), jobs)
+        correct = map_blocks(_dev_correct, (pf, gold, argmax, root, order, w, finals), range(len(gold)), jobs)
         return 100.0 * sum(correct) / max(total, 1)
 
     return score
+
+
+def choose_final_on_root(given: bool | None, train: Sequence[Sentence], root: str, siblings: bool) -> bool:
+    """Whether a parser decodes final punctuation as a leaf of the root's child: ``given``, or by default
+    (None) for a first-order, single-root parser whose training trees that end in punctuation do so
+    at least :data:`~egnlp.parser.trees.FINAL_ON_ROOT_SHARE` of the time."""
+    if given is None:
+        return (root == "single" and not siblings and final_on_root_share(
+            [s.heads for s in train], final_punct(train)) >= FINAL_ON_ROOT_SHARE)
+    if given and (root != "single" or siblings):
+        raise ValueError("final punctuation on the root's child needs a first-order, single-root parser "
+                         "(--root single, without --siblings or --grandparents)")
+    return bool(given)
 
 
 def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: str = "alphabet",
@@ -202,7 +222,8 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
                  hash_bits: int = 22, tags: str | None = None, tree: str = PROJECTIVE, labels: bool = True,
                  callbacks: Sequence[Callback] = (), state: dict | None = None, data: str | None = None,
                  patience: int | None = None, siblings: bool = False, cache_mb: float | None = None,
-                 jobs: int | None = 1, grandparents: bool = False, **settings) -> tuple[Parser, TrainResult]:
+                 jobs: int | None = 1, grandparents: bool = False, final_on_root: bool | None = None,
+                 **settings) -> tuple[Parser, TrainResult]:
     """Train a parser on ``train`` (sentences with heads), and its arc labeler when the
     sentences carry labels (unless ``labels`` is False): first-order (arc parts), or second-order with
     ``siblings`` (arcs and sibling parts, McDonald and Pereira 2006; projective trees only, which
@@ -214,6 +235,8 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     parses better than the non-projective space on es, pt-bosque and
     nl-alpino, see docs/accuracy.md), "non-projective" or "auto"
     (non-projective when more than 1% of the training trees are);
+    ``final_on_root`` decodes a sentence's final punctuation as a leaf of the root's one child
+    (:func:`choose_final_on_root`; by default when the training trees do so);
     ``settings`` go to the trainer's config (for
     EG: C, max_passes, tol, seed, eta_init, order, max_seconds, anneal; see
     ``egnlp.training.registry.TRAINERS`` for the others).  C defaults to
@@ -252,6 +275,7 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     root = root or guess_root(train)
     # the second-order model has one tree space: auto is projective there
     tree = PROJECTIVE if siblings and tree == AUTO else choose_tree([s.heads for s in train], tree)
+    given_final, final_on_root = final_on_root, choose_final_on_root(final_on_root, train, root, siblings)
     budget = cache_budget(trainer, cache_mb)
     jobs = resolve_jobs(jobs)
     featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits, tags, tree,
@@ -261,7 +285,7 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     sibling_features = problem.features.siblings if siblings else None
     grand_features = problem.features.grand if grandparents else None
     dev_score = (uas_scorer(featurizer, dev, root, tree, sibling_features, dev_cache_budget(trainer, cache_mb, budget),
-                            jobs, grand_features) if dev else None)
+                            jobs, grand_features, final_on_root) if dev else None)
     result, interrupted = fit_or_best(spec.fit, problem, config=config, dev=dev_score,
                                       callbacks=(*callbacks, *([keeper] if keeper is not None else [])), state=state)
     kept = keeper.result() if keeper is not None and dev and interrupted is None else None
@@ -280,7 +304,7 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     info = model_info(trainer, dataclasses.asdict(config), train, dev, data,
                       {"root": given_root, "tree": given_tree, "tags": tags, "feature_mode": feature_mode,
                        "hash_bits": hash_bits, "labels": labels, "siblings": siblings,
-                       "grandparents": grandparents},
+                       "grandparents": grandparents, "final_on_root": given_final},
                       featurizer, extract_seconds, result)
     if kept is not None:
         info["best_pass"] = kept.final.as_dict()
@@ -289,9 +313,10 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     if interrupted is not None:
         info["interrupted_after_pass"] = interrupted.passes
         raise TrainingInterrupted(Parser(featurizer, result.weights, root, info, None, tree,
-                                         siblings=sibling_features, grand=grand_features), result, interrupted)
+                                         siblings=sibling_features, grand=grand_features,
+                                         final_on_root=final_on_root), result, interrupted)
     return Parser(featurizer, result.weights, root, info, labeler, tree, siblings=sibling_features,
-                  grand=grand_features), result
+                  grand=grand_features, final_on_root=final_on_root), result
 
 
 def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Sequence[float], *,
@@ -299,10 +324,11 @@ def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Se
                       hash_bits: int = 22, tags: str | None = None, tree: str = PROJECTIVE, tol: float = 1e-3,
                       labels: bool = True, callbacks: Sequence[Callback] = (), on_point=None,
                       data: str | None = None, siblings: bool = False, cache_mb: float | None = None,
-                      jobs: int | None = 1, grandparents: bool = False, **settings) -> tuple[Parser, list[PathPoint]]:
+                      jobs: int | None = 1, grandparents: bool = False, final_on_root: bool | None = None,
+                      **settings) -> tuple[Parser, list[PathPoint]]:
     """Train a warm-started path of C values (Collins et al. 2008, Sec. 7.1.2) and return the
-    parser of the C with the best dev UAS, with the path's points (its ``info``, ``cache_mb`` and
-    ``jobs`` as for :func:`train_parser`)."""
+    parser of the C with the best dev UAS, with the path's points (its ``info``, ``cache_mb``, ``jobs``
+    and ``final_on_root`` as for :func:`train_parser`)."""
     if not train:
         raise ValueError("no training sentences")
     if not dev:
@@ -316,6 +342,7 @@ def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Se
     root = root or guess_root(train)
     # the second-order model has one tree space: auto is projective there
     tree = PROJECTIVE if siblings and tree == AUTO else choose_tree([s.heads for s in train], tree)
+    given_final, final_on_root = final_on_root, choose_final_on_root(final_on_root, train, root, siblings)
     budget = cache_budget(trainer, cache_mb)
     jobs = resolve_jobs(jobs)
     featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits, tags, tree,
@@ -326,18 +353,20 @@ def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Se
     grand_features = problem.features.grand if grandparents else None
     points = regularization_path(problem, spec, list(Cs),
                                  dev=uas_scorer(featurizer, dev, root, tree, sibling_features,
-                                                dev_cache_budget(trainer, cache_mb, budget), jobs, grand_features),
+                                                dev_cache_budget(trainer, cache_mb, budget), jobs, grand_features,
+                                                final_on_root),
                                  tol=tol,
                                  callbacks=tuple(callbacks), on_point=on_point, **settings)
     best = max(points, key=lambda p: p.dev_uas)
     info = model_info(trainer, {"C": best.C, "tol": tol, **settings}, train, dev, data,
                       {"root": given_root, "tree": given_tree, "tags": tags, "feature_mode": feature_mode,
                        "hash_bits": hash_bits, "labels": labels, "siblings": siblings,
-                       "grandparents": grandparents}, featurizer, extract_seconds, best.result)
+                       "grandparents": grandparents, "final_on_root": given_final}, featurizer, extract_seconds,
+                      best.result)
     info["C_path"] = [p.row() for p in points]
     labeler = _labeler(featurizer, train, labels, info)
     return Parser(featurizer, best.result.weights, root, info, labeler, tree, siblings=sibling_features,
-                  grand=grand_features), points
+                  grand=grand_features, final_on_root=final_on_root), points
 
 
 MAX_SOURCES = 20  # the files a model's metadata names at most

@@ -179,6 +179,10 @@ def parser_train(
     grandparents: bool = typer.Option(False, "--grandparents/--no-grandparents", help="Third-order model: "
                                       "grandparent parts beside the sibling parts and the arcs (Koo and Collins "
                                       "2010; implies --siblings); projective trees only."),
+    final_punct: Optional[bool] = typer.Option(None, "--final-punct/--no-final-punct", help="Decode a sentence's "
+                                               "final punctuation as a leaf of the root's one child (first-order, "
+                                               "single-root parsers).", show_default="when at least 90% of the "
+                                               "training trees that end in punctuation do"),
     cache_mb: Optional[float] = typer.Option(None, "--cache-mb", metavar="<MB>", callback=at_least_zero,
                                              help="Keep up to this many MiB "
                                              "of compiled training and dev sentences for later passes instead of "
@@ -212,7 +216,8 @@ def parser_train(
 ) -> None:
     """Train a dependency parser (first-order, second-order with --siblings, third-order with --grandparents) and
     its arc labeler, and save it."""
-    from egnlp.api import default_patience, parser_settings, train_parser, train_parser_path
+    from egnlp.api import choose_final_on_root, default_patience, parser_settings, train_parser, train_parser_path
+    from egnlp.corpora import guess_root
     from egnlp.training.path import parse_c_path
     from egnlp.training.records import BestPass
     from egnlp.training.registry import get_trainer, make_config
@@ -236,6 +241,8 @@ def parser_train(
             raise ValueError("--workers goes with --dask")
         if workers is not None and workers < 1:
             raise ValueError(f"--workers must be at least 1, not {workers}")
+        if dask is not None and final_punct:
+            raise ValueError("--final-punct goes with training on one machine; --dask trains without it")
         if dask is not None and siblings:
             raise ValueError(f"--dask trains first-order parsers; {flag} trains on one machine")
         if dask is not None and jobs is not None:
@@ -262,10 +269,13 @@ def parser_train(
         if invalid:
             note(f"skipped {len(invalid)} sentences whose heads do not form a tree (first: {invalid[0]})", quiet)
         chosen_root = root.value if root is not None else data_root
+        if final_punct:  # checked before training starts
+            choose_final_on_root(True, train_sents, chosen_root or guess_root(train_sents), siblings or grandparents)
         model_settings = dict(root=chosen_root, tree=tree.value, tags=pos.value if pos is not None else None,
                               labels=labels, feature_mode=features.value, hash_bits=hash_bits,
                               **({"siblings": True} if siblings else {}),
-                              **({"grandparents": True} if grandparents else {}))
+                              **({"grandparents": True} if grandparents else {}),
+                              **({"final_on_root": final_punct} if final_punct is not None and dask is None else {}))
         start = time.perf_counter()
         note(f"training on {len(train_sents)} sentences" + (f", dev {len(dev_sents)}" if dev_sents else ""), quiet)
         if Cs is not None:
@@ -306,7 +316,8 @@ def parser_train(
     seconds = time.perf_counter() - start
     if as_json:
         print_json({"model": str(out), "trainer": trainer_name, "converged": result.converged, "tree": model.tree,
-                    "root": model.root, "labeled": model.labeler is not None, "train_sentences": len(train_sents),
+                    "root": model.root, "final_on_root": model.final_on_root, "labeled": model.labeler is not None,
+                    "train_sentences": len(train_sents),
                     "dev_sentences": len(dev_sents or ()), "seconds": seconds, "final": result.final.as_dict(),
                     **({"best_pass": model.info["best_pass"]} if "best_pass" in model.info else {})})
     status = ("converged" if result.converged else "stopped early (--patience)" if model.info.get("early_stop")
@@ -314,6 +325,7 @@ def parser_train(
     kept = f"; kept pass {model.info['best_pass']['passes']} (best dev score)" if "best_pass" in model.info else ""
     note(f"{status} after {result.final.eff_iters:.1f} effective iterations{kept}; {model.tree} trees, "
          f"{'labeled' if model.labeler is not None else 'unlabeled'}; "
+         f"{'final punctuation decoded on the root child; ' if model.final_on_root else ''}"
          f"{seconds:.1f} s in all; model written to {out}", quiet)
 
 

@@ -84,6 +84,7 @@ def _parser_part(parser: Parser) -> dict[str, Any]:
     return {
         "tree": parser.tree,
         "root": parser.root,
+        "final_on_root": parser.final_on_root,
         "order": parser.order,
         "tag_columns": config["tags"],
         "features": {"count": int(parser.weights.size), "mode": config["mode"],
@@ -224,7 +225,8 @@ def format_info(info: dict[str, Any]) -> str:
     if info["kind"] == "parser":
         parts = {2: "arcs and siblings (second order)", 3: "arcs, siblings and grandparents (third order)"
                  }.get(info.get("order"), "arcs (first order)")
-        rows += [("tree space", f"{info['tree']}, {info['root']} root"),
+        rows += [("tree space", f"{info['tree']}, {info['root']} root"
+                  + ("; final punctuation a leaf of the root's child" if info.get("final_on_root") else "")),
                  ("parts", parts),
                  ("tag columns", f"{info['tag_columns']}: {TAG_COLUMNS.get(info['tag_columns'], '')}"),
                  ("features", f"{_number(features['count'])} ({features['mode']}"

@@ -13,7 +13,8 @@ A model file is one ``.npz`` (numpy's zip of arrays, read with
 - ``grand_keys`` (uint64): also the grandparent templates' alphabet of a
   third-order parser (``order`` 3; their weights follow the sibling ones);
 - ``meta``: UTF-8 JSON bytes (uint8) with the format version, the model kind,
-  the feature configuration, the tree space, the labels, the dtype and shape
+  the feature configuration, the tree space (and ``final_on_root``: whether
+  final punctuation is decoded on the root's child), the labels, the dtype and shape
   of every array, and the training settings and final objective values.
 
 The file carries a checksum of all its bytes, and loading checks every
@@ -42,7 +43,8 @@ from egnlp.features.siblings import SIBLING_TEMPLATES_VERSION, SiblingFeaturizer
 from egnlp.parser.eisner2 import sibling_argmax
 from egnlp.parser.eisner3 import grand_argmax
 from egnlp.parser.labeler import ArcLabeler
-from egnlp.parser.trees import PROJECTIVE, check_root, tree_space
+from egnlp.parser.evaluate import is_punct
+from egnlp.parser.trees import PROJECTIVE, check_root, final_on_root_argmax, tree_space
 
 FORMAT_VERSION = 3  # 2: tag columns by name, the arc labeler; 3: a checksum and the arrays' records
 MODEL_KIND = "egnlp-parser"
@@ -70,7 +72,9 @@ class Parser(NLTKBase):
     on labels.
 
     ``tree`` (projective, non-projective) and ``root`` (single, multi) are the
-    tree space it predicts in (:mod:`egnlp.parser.trees`); ``labeler`` (an
+    tree space it predicts in (:mod:`egnlp.parser.trees`); with ``final_on_root`` (first order, single
+    root) a sentence that ends in punctuation is decoded with it as a leaf of the root's one child
+    (:func:`~egnlp.parser.trees.final_on_root_argmax`); ``labeler`` (an
     :class:`~egnlp.parser.labeler.ArcLabeler`, or None for an unlabeled
     parser) gives every predicted arc its DEPREL.
 
@@ -85,9 +89,11 @@ class Parser(NLTKBase):
     def __init__(self, featurizer: ArcFeaturizer, weights: np.ndarray, root: str = "multi",
                  info: dict[str, Any] | None = None, labeler: ArcLabeler | None = None, tree: str = PROJECTIVE,
                  *, tagger: Any = None, siblings: SiblingFeaturizer | None = None,
-                 grand: GrandFeaturizer | None = None):
+                 grand: GrandFeaturizer | None = None, final_on_root: bool = False):
         check_root(root)
         self.space = tree_space(tree)
+        if final_on_root and (root != "single" or siblings is not None):
+            raise ValueError("final punctuation on the root's child needs a first-order, single-root parser")
         if siblings is not None and self.space.name != PROJECTIVE:
             raise ValueError("a second-order (sibling) parser predicts projective trees only")
         if grand is not None and siblings is None:
@@ -103,6 +109,7 @@ class Parser(NLTKBase):
         self.grand = grand
         self._weights = weights
         self.root = root
+        self.final_on_root = bool(final_on_root)
         self.info = dict(info or {})
         self.labeler = labeler
         self.tagger = tagger
@@ -123,9 +130,10 @@ class Parser(NLTKBase):
 
     def predict_heads(self, sentences: Sequence[Sentence]) -> list[list[int]]:
         """The best tree of each sentence as heads of words 1..n (0 = root)."""
-        return self._heads(self.featurizer.encode(sentences))
+        return self._heads(self.featurizer.encode(sentences), final_punct(sentences))
 
-    def _heads(self, encoded: EncodedCorpus) -> list[list[int]]:
+    def _heads(self, encoded: EncodedCorpus, finals: Sequence[bool]) -> list[list[int]]:
+        """Heads of each encoded sentence; ``finals``: whether each ends in punctuation."""
         n_arc = self.featurizer.n_features
         n_sib = n_arc + (self.siblings.n_features if self.siblings is not None else 0)
         arc_w, sib_w, grand_w = self.weights[:n_arc], self.weights[n_arc:n_sib], self.weights[n_sib:]
@@ -133,7 +141,8 @@ class Parser(NLTKBase):
         for s in range(len(encoded)):
             arc = self.featurizer.arc_scores(encoded, s, arc_w)
             if self.siblings is None:
-                heads = self.space.argmax(arc, root=self.root)
+                heads = (final_on_root_argmax(self.space.argmax, arc, self.root) if self.final_on_root and finals[s]
+                         else self.space.argmax(arc, root=self.root))
             else:
                 theta = self.siblings.scores(self.siblings.compile(encoded, s), arc, sib_w)
                 if self.grand is None:
@@ -321,6 +330,7 @@ class Parser(NLTKBase):
             "features": self.featurizer.config(),
             "root": self.root,
             "tree": self.tree,
+            "final_on_root": self.final_on_root,
             "labels": self.labeler.labels if self.labeler is not None else None,
             "info": self.info,
         }
@@ -362,6 +372,9 @@ class Parser(NLTKBase):
             labels = meta.get("labels")
             if labels is not None:
                 check_labels(labels, "arc labels")
+            final_on_root = meta.get("final_on_root", False)  # files written before it decode without
+            if type(final_on_root) is not bool:
+                raise ValueError(f"final_on_root {str(final_on_root)[:20]!r}")
             order = meta.get("order", 1)
             if order not in (1, 2, 3) or type(order) is not int:
                 raise ValueError(f"order {str(order)[:20]!r}")
@@ -386,15 +399,20 @@ class Parser(NLTKBase):
             siblings = SiblingFeaturizer(arrays["sibling_keys"]) if order >= 2 else None
             grand = GrandFeaturizer(arrays["grand_keys"]) if order == 3 else None
             return cls(featurizer, arrays["weights"], meta["root"], info, labeler, meta["tree"], tagger=tagger,
-                       siblings=siblings, grand=grand)
+                       siblings=siblings, grand=grand, final_on_root=final_on_root)
         except (KeyError, ValueError, TypeError) as exc:
             raise ModelError(f"{path}: inconsistent model file ({exc})") from None
+
+
+def final_punct(sentences: Sequence[Sentence]) -> list[bool]:
+    """Whether each sentence's last word is punctuation (:func:`~egnlp.parser.evaluate.is_punct`)."""
+    return [bool(s.forms) and is_punct(s.forms[-1]) for s in sentences]
 
 
 def _predict_block(parser: Parser, sentences: Sequence[Sentence]) -> list[tuple[list[int], list[str] | None]]:
     """(heads, labels or None) of each of ``sentences``: one block of :meth:`Parser.predict`."""
     encoded = parser.featurizer.encode(sentences)
-    heads = parser._heads(encoded)
+    heads = parser._heads(encoded, final_punct(sentences))
     labels = parser.labeler.label(sentences, encoded, heads) if parser.labeler is not None else None
     return [(h, labels[k] if labels is not None else None) for k, h in enumerate(heads)]
 

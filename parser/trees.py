@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from egnlp.corpora.sentence import is_projective
 from egnlp.parser.eisner import eisner_argmax, inside, inside_outside
 from egnlp.parser.nonprojective import cle_argmax, mtt_log_partition, mtt_marginals
@@ -66,3 +68,53 @@ def choose_tree(heads_list: Sequence[Sequence[int]], tree: str = AUTO) -> str:
         return tree_space(tree).name
     crossing = sum(not is_projective(heads) for heads in heads_list)
     return NON_PROJECTIVE if crossing > AUTO_NON_PROJECTIVE_SHARE * max(len(heads_list), 1) else PROJECTIVE
+
+
+# A single-root treebank hangs a sentence's final punctuation on the root's one child (the main
+# predicate): of the training trees that end in punctuation, es 99.4%, wsj 99.9%, nl-alpino 99.8%,
+# pt-bosque 94.9% do so, with the punctuation a leaf (eu, several root children: 4.5%).  A first-order
+# model scores that arc without knowing which word is the root's child; decoding in the space of trees
+# that keep the convention (:func:`final_on_root_argmax`) raised the dev UAS of all four and their
+# evaluation files' by 0.07 to 0.26 (docs/accuracy.md).  ``parser train`` decodes so when at least this
+# share of its trees that end in punctuation do.
+FINAL_ON_ROOT_SHARE = 0.9
+
+
+def final_on_root_share(heads_list: Sequence[Sequence[int]], final_punct: Sequence[bool]) -> float:
+    """The share of the trees of two words or more whose last word is punctuation (``final_punct``) that
+    hang it, as a leaf, on the root's one child (0.0 when there are none)."""
+    ending, keeping = 0, 0
+    for heads, punct in zip(heads_list, final_punct):
+        if len(heads) < 2 or not punct:
+            continue
+        ending += 1
+        keeping += keeps_final_on_root(heads)
+    return keeping / ending if ending else 0.0
+
+
+def keeps_final_on_root(heads: Sequence[int]) -> bool:
+    """Whether the tree ``heads`` (words 1..n) has one root child and its last word is a leaf child of it."""
+    n = len(heads)
+    children_of_root = [m for m, h in enumerate(heads, start=1) if h == 0]
+    return n >= 2 and len(children_of_root) == 1 and heads[-1] == children_of_root[0] and n not in heads
+
+
+def final_on_root_argmax(argmax: Callable, scores: np.ndarray, root: str = "single") -> np.ndarray:
+    """The best tree (heads, as ``argmax``'s) in which the last word n is a leaf child of the root's one
+    child r, for a single-root space (``argmax``: a tree space's, whose trees stay in the space).
+
+    A tree T of words 1..n-1 with root child r becomes one of 1..n by the arc r -> n, and every tree
+    with the last word so placed comes from one T: its score is T's plus scores[r, n], so adding
+    scores[r, n] to each root arc scores[0, r] and decoding words 1..n-1 is exact.  The arc r -> n
+    crosses no arc of a projective T (such an arc would cross 0 -> r), so the projective space stays
+    projective.
+    """
+    if root != "single":
+        raise ValueError("the last word hangs on the root's one child in a single-root space only")
+    if scores.shape[0] < 3:
+        return argmax(scores, root=root)
+    n = scores.shape[0] - 1
+    inner = np.array(scores[:n, :n], dtype=np.float64)
+    inner[0, 1:] += scores[1:n, n]
+    heads = argmax(inner, root=root)
+    return np.append(heads, np.flatnonzero(heads[1:] == 0)[0] + 1).astype(heads.dtype)

@@ -110,7 +110,8 @@ def test_parser_info_text(parser_file: Path) -> None:
     rows = info_text(parser_file)
     info = info_json(parser_file)
     assert rows["kind"] == f"parser, format version {parser_model.FORMAT_VERSION}"
-    assert rows["tree space"] == "projective, single root"
+    assert rows["tree space"] == "projective, single root; final punctuation a leaf of the root's child"
+    assert info["final_on_root"] is True
     assert rows["tag columns"].startswith("both: UPOS (CPOSTAG) and XPOS (POSTAG)")
     assert rows["features"].startswith(f"{info['features']['count']:,} (alphabet")
     assert rows["labels"].startswith(f"{len(info['labels'])}: ") and " SUJ " in rows["labels"]
