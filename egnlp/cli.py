@@ -241,8 +241,6 @@ def parser_train(
             raise ValueError("--workers goes with --dask")
         if workers is not None and workers < 1:
             raise ValueError(f"--workers must be at least 1, not {workers}")
-        if dask is not None and final_punct:
-            raise ValueError("--final-punct goes with training on one machine; --dask trains without it")
         if dask is not None and siblings:
             raise ValueError(f"--dask trains first-order parsers; {flag} trains on one machine")
         if dask is not None and jobs is not None:
@@ -275,7 +273,7 @@ def parser_train(
                               labels=labels, feature_mode=features.value, hash_bits=hash_bits,
                               **({"siblings": True} if siblings else {}),
                               **({"grandparents": True} if grandparents else {}),
-                              **({"final_on_root": final_punct} if final_punct is not None and dask is None else {}))
+                              **({"final_on_root": final_punct} if final_punct is not None else {}))
         start = time.perf_counter()
         note(f"training on {len(train_sents)} sentences" + (f", dev {len(dev_sents)}" if dev_sents else ""), quiet)
         if Cs is not None:

@@ -45,7 +45,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from egnlp.api import DEFAULT_PARSER_C, _labeler, build_parsing_problem, model_info, uas_scorer
+from egnlp.api import DEFAULT_PARSER_C, _labeler, build_parsing_problem, choose_final_on_root, model_info, uas_scorer
 from egnlp.corpora import Sentence, guess_root
 from egnlp.parser.model import Parser
 from egnlp.parser.trees import PROJECTIVE, choose_tree
@@ -293,12 +293,13 @@ def train_parser_dask(client: Any, train: Sequence[Sentence], dev: Sequence[Sent
                       workers: int | None = None, trainer: str = "eg-mm", root: str | None = None,
                       feature_mode: str = "alphabet", hash_bits: int = 22, tags: str | None = None,
                       tree: str = PROJECTIVE, labels: bool = True, callbacks: Sequence[Callback] = (),
-                      state: dict | None = None, data: str | None = None, **settings) -> tuple[Parser, TrainResult]:
+                      state: dict | None = None, data: str | None = None, final_on_root: bool | None = None,
+                      **settings) -> tuple[Parser, TrainResult]:
     """:func:`egnlp.api.train_parser` with the arcs trained by :func:`fit_cocoa` on ``workers`` shards (default:
     one per worker of the cluster); the features are fitted and the labeler trained on the driver.
 
     ``trainer`` is eg-mm or eg-ll (online EG); ``settings`` go to its config (C, max_passes = rounds, tol,
-    seed, eta_init, order, max_seconds, anneal, ...).
+    seed, eta_init, order, max_seconds, anneal, ...); ``final_on_root`` as for :func:`egnlp.api.train_parser`.
     """
     if not train:
         raise ValueError("no training sentences")
@@ -311,13 +312,15 @@ def train_parser_dask(client: Any, train: Sequence[Sentence], dev: Sequence[Sent
     given_root, given_tree = root, tree
     root = root or guess_root(train)
     tree = choose_tree([s.heads for s in train], tree)
+    given_final, final_on_root = final_on_root, choose_final_on_root(final_on_root, train, root, False)
     featurizer, _, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits, tags, tree)
-    dev_score = uas_scorer(featurizer, dev, root, tree) if dev else None
+    dev_score = uas_scorer(featurizer, dev, root, tree, final_on_root=final_on_root) if dev else None
     result = fit_cocoa(client, featurizer, train, root, tree, spec.objective, K, config=config, dev=dev_score,
                        callbacks=tuple(callbacks), state=state)
     info = model_info(trainer, dataclasses.asdict(config), train, dev, data,
                       {"root": given_root, "tree": given_tree, "tags": tags, "feature_mode": feature_mode,
-                       "hash_bits": hash_bits, "labels": labels}, featurizer, extract_seconds, result)
+                       "hash_bits": hash_bits, "labels": labels, "final_on_root": given_final}, featurizer,
+                      extract_seconds, result)
     info["distributed"] = {"engine": "dask", "method": "cocoa+", "shards": K, "sigma": K}
     labeler = _labeler(featurizer, train, labels, info)
-    return Parser(featurizer, result.weights, root, info, labeler, tree), result
+    return Parser(featurizer, result.weights, root, info, labeler, tree, final_on_root=final_on_root), result

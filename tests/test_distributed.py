@@ -157,6 +157,7 @@ def test_cli_train_on_the_cluster(client, short_train, tmp_path):
     parser = Parser.load(model)
     assert parser.info["distributed"] == {"engine": "dask", "method": "cocoa+", "shards": 2, "sigma": 2}
     assert '"converged"' in result.stdout
+    assert parser.final_on_root is True  # es sentences hang their final punctuation on the root's child
     assert "--workers goes with --dask" in error_line(run("parser", "train", "--train", data, "-o", model,
                                                           "--workers", "2"))
 
