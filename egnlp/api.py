@@ -23,8 +23,8 @@ from egnlp.features.grandparents import GrandFeaturizer, GrandPartFeatures
 from egnlp.features.siblings import SiblingFeaturizer, SiblingPartFeatures
 from egnlp.parser.eisner2 import n_sibling_parts, sibling_argmax
 from egnlp.parser.eisner3 import grand_argmax
-from egnlp.parser.trees import (AUTO, FINAL_ON_ROOT_SHARE, PROJECTIVE, choose_tree, final_on_root_argmax,
-                                final_on_root_share, tree_space)
+from egnlp.parser.trees import (AUTO, FINAL_ON_ROOT_SHARE, PROJECTIVE, check_final_on_root, choose_tree,
+                                final_on_root_argmax, final_on_root_share, tree_space)
 from egnlp.parser.labeler import ArcLabeler, arc_label_keys, predicate_ids
 from egnlp.parser.model import Parser, final_punct
 from egnlp.parser.problem import GrandParsingProblem, ParsingProblem, SiblingParsingProblem
@@ -135,8 +135,8 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
     if grand is not None:
         pf = GrandPartFeatures(pf, grand, encoded)
     order = 1 if siblings is None else 2 if grand is None else 3
-    if final_on_root and (order > 1 or root != "single"):
-        raise ValueError("final punctuation on the root's child needs a first-order, single-root parser")
+    if final_on_root:
+        check_final_on_root(root, order)
     finals = final_punct(sentences) if final_on_root else None
     gold = [np.asarray(s.heads) for s in sentences]
     total = sum(len(g) for g in gold)
@@ -162,9 +162,8 @@ def choose_final_on_root(given: bool | None, train: Sequence[Sentence], root: st
     if given is None:
         return (root == "single" and not siblings and final_on_root_share(
             [s.heads for s in train], final_punct(train)) >= FINAL_ON_ROOT_SHARE)
-    if given and (root != "single" or siblings):
-        raise ValueError("final punctuation on the root's child needs a first-order, single-root parser "
-                         "(--root single, without --siblings or --grandparents)")
+    if given:
+        check_final_on_root(root, 2 if siblings else 1)
     return bool(given)
 
 

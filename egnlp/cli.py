@@ -216,8 +216,9 @@ def parser_train(
 ) -> None:
     """Train a dependency parser (first-order, second-order with --siblings, third-order with --grandparents) and
     its arc labeler, and save it."""
-    from egnlp.api import choose_final_on_root, default_patience, parser_settings, train_parser, train_parser_path
+    from egnlp.api import default_patience, parser_settings, train_parser, train_parser_path
     from egnlp.corpora import guess_root
+    from egnlp.parser.trees import check_final_on_root
     from egnlp.training.path import parse_c_path
     from egnlp.training.records import BestPass
     from egnlp.training.registry import get_trainer, make_config
@@ -268,7 +269,7 @@ def parser_train(
             note(f"skipped {len(invalid)} sentences whose heads do not form a tree (first: {invalid[0]})", quiet)
         chosen_root = root.value if root is not None else data_root
         if final_punct:  # checked before training starts
-            choose_final_on_root(True, train_sents, chosen_root or guess_root(train_sents), siblings or grandparents)
+            check_final_on_root(chosen_root or guess_root(train_sents), 2 if siblings or grandparents else 1)
         model_settings = dict(root=chosen_root, tree=tree.value, tags=pos.value if pos is not None else None,
                               labels=labels, feature_mode=features.value, hash_bits=hash_bits,
                               **({"siblings": True} if siblings else {}),

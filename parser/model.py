@@ -44,7 +44,7 @@ from egnlp.parser.eisner2 import sibling_argmax
 from egnlp.parser.eisner3 import grand_argmax
 from egnlp.parser.labeler import ArcLabeler
 from egnlp.parser.evaluate import is_punct
-from egnlp.parser.trees import PROJECTIVE, check_root, final_on_root_argmax, tree_space
+from egnlp.parser.trees import PROJECTIVE, check_final_on_root, check_root, final_on_root_argmax, tree_space
 
 FORMAT_VERSION = 3  # 2: tag columns by name, the arc labeler; 3: a checksum and the arrays' records
 MODEL_KIND = "egnlp-parser"
@@ -92,8 +92,8 @@ class Parser(NLTKBase):
                  grand: GrandFeaturizer | None = None, final_on_root: bool = False):
         check_root(root)
         self.space = tree_space(tree)
-        if final_on_root and (root != "single" or siblings is not None):
-            raise ValueError("final punctuation on the root's child needs a first-order, single-root parser")
+        if final_on_root:
+            check_final_on_root(root, 1 if siblings is None else 2)
         if siblings is not None and self.space.name != PROJECTIVE:
             raise ValueError("a second-order (sibling) parser predicts projective trees only")
         if grand is not None and siblings is None:

@@ -80,6 +80,14 @@ def choose_tree(heads_list: Sequence[Sequence[int]], tree: str = AUTO) -> str:
 FINAL_ON_ROOT_SHARE = 0.9
 
 
+def check_final_on_root(root: str, order: int) -> None:
+    """ValueError unless a parser with this root constraint and model order (1, 2, 3) can decode final
+    punctuation on the root's child: first order, single root."""
+    if root != "single" or order != 1:
+        raise ValueError("final punctuation on the root's child needs a first-order, single-root parser "
+                         "(--root single, without --siblings or --grandparents)")
+
+
 def final_on_root_share(heads_list: Sequence[Sequence[int]], final_punct: Sequence[bool]) -> float:
     """The share of the trees of two words or more whose last word is punctuation (``final_punct``) that
     hang it, as a leaf, on the root's one child (0.0 when there are none)."""
