@@ -534,7 +534,8 @@ def unpack_strings(data: np.ndarray, offsets: np.ndarray) -> list[str]:
             or offsets.size < 1 or offsets[0] != 0 or offsets[-1] != data.size or np.any(np.diff(offsets) < 0):
         raise ValueError("malformed string arrays")
     raw = data.tobytes()
+    bounds = offsets.tolist()  # Python ints: slicing with numpy scalars costs twice as much
     try:
-        return [raw[offsets[k]:offsets[k + 1]].decode("utf-8") for k in range(offsets.size - 1)]
+        return [raw[start:end].decode("utf-8") for start, end in zip(bounds, bounds[1:])]
     except UnicodeDecodeError:
         raise ValueError("string arrays that are not UTF-8") from None

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from .errors import CorpusError
 from .sentence import BLANK, Sentence
@@ -215,3 +215,21 @@ def _line_blocks(text: str) -> Iterator[tuple[int, list[str]]]:
         yield line, block.removesuffix("\n").split("\n")
         line += block.count("\n")
         counted = offset + len(block)
+
+
+def check_tags(sentences: Sequence[Sentence], column: str, role: str) -> None:
+    """Every token of every sentence has a tag in ``column`` (``pos``, ``upos`` or ``chunk``; ``_`` is no tag).
+
+    Raises:
+        CorpusError: naming the sentence's file and line, and ``role`` (why the tag is needed).
+    """
+    for number, s in enumerate(sentences, start=1):
+        where = f"{s.source}:{s.line}" if s.source and s.source != "<string>" else f"sentence {number}"
+        tags = s.labels(column)
+        if tags is None:
+            raise CorpusError(f"{where}: no chunk column (11th column); {role}")
+        for k, tag in enumerate(tags):
+            if tag == BLANK:
+                what = {"pos": "POS tag (POSTAG / XPOS is", "upos": "UPOS tag (CPOSTAG / UPOS is"}.get(
+                    column, f"{column.upper()} tag (")
+                raise CorpusError(f"{where}: token {k + 1} has no {what} '_'); {role}")

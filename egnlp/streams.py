@@ -43,8 +43,7 @@ def parse_piece(job: tuple[Any, str, str, int], piece: Piece) -> Done:
 def tag_piece(job: tuple[Any, Any, str, str, str, int], piece: Piece) -> Done:
     """The text of a piece of a corpus file tagged by ``job`` = (tagger, POS tagger or None, file name,
     format, output format: ``conll``, ``conll2000`` or ``text``, jobs)."""
-    from egnlp.corpora.tagging import format_conll2000, slash_text
-    from egnlp.tagging import check_tags
+    from egnlp.corpora.tagging import check_tags, format_conll2000, slash_text
 
     tagger, pos_model, name, fmt, target, jobs = job
     sentences = parse_as(piece.text, name, fmt, require_heads=False, first_line=piece.first_line)

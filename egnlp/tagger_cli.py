@@ -205,10 +205,9 @@ def tagger_tag(
     """Tag raw text or a corpus file with a POS tagger or chunker."""
     from egnlp.corpora import format_conll, parse_corpus
     from egnlp.corpora.formats import CONLL2000, TEXT
-    from egnlp.corpora.tagging import format_conll2000, slash_text
+    from egnlp.corpora.tagging import check_tags, format_conll2000, slash_text
     from egnlp.inputs import TAGGED_FORMATS, text_pieces
     from egnlp.tagger.model import Tagger
-    from egnlp.tagging import check_tags
 
     try:
         tagger = Tagger.load(model_file(model, "MODEL"))

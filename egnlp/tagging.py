@@ -28,6 +28,7 @@ import numpy as np
 
 from egnlp.corpora import CorpusError, Sentence, dataset_task, load_sentences
 from egnlp.corpora.sentence import BLANK
+from egnlp.corpora.tagging import check_tags
 from egnlp.features.chain import ChainFeaturizer
 from egnlp.tagger.crf import CRFModel, decode_ids
 from egnlp.tagger.maxent import MaxentModel, training_events
@@ -111,24 +112,6 @@ def tagged_columns(sentences: Sequence[Sentence], column: str, what: str = "trai
 def _filled(sentences: Sequence[Sentence], column: str) -> bool:
     """Whether every token has a tag in ``column``."""
     return all(tag != BLANK for s in sentences for tag in s.labels(column) or (BLANK,))
-
-
-def check_tags(sentences: Sequence[Sentence], column: str, role: str) -> None:
-    """Every token of every sentence has a tag in ``column`` (``pos``, ``upos`` or ``chunk``; ``_`` is no tag).
-
-    Raises:
-        CorpusError: naming the sentence's file and line, and ``role`` (why the tag is needed).
-    """
-    for number, s in enumerate(sentences, start=1):
-        where = f"{s.source}:{s.line}" if s.source and s.source != "<string>" else f"sentence {number}"
-        tags = s.labels(column)
-        if tags is None:
-            raise CorpusError(f"{where}: no chunk column (11th column); {role}")
-        for k, tag in enumerate(tags):
-            if tag == BLANK:
-                what = {"pos": "POS tag (POSTAG / XPOS is", "upos": "UPOS tag (CPOSTAG / UPOS is"}.get(
-                    column, f"{column.upper()} tag (")
-                raise CorpusError(f"{where}: token {k + 1} has no {what} '_'); {role}")
 
 
 def dataset_columns(name: str, split: str, limit: int | None = None):

@@ -415,7 +415,7 @@ class ChainFeaturizer:
         if len(self.label_index) != len(self.labels):
             raise ValueError("labels must be distinct")
         self.predicates = list(predicates)
-        self.pred_index = {p: k for k, p in enumerate(self.predicates)}
+        self.pred_index = dict(zip(self.predicates, range(len(self.predicates))))
         if len(self.pred_index) != len(self.predicates):
             raise ValueError("predicates must be distinct")
         self.lab_ptr = np.ascontiguousarray(lab_ptr, dtype=np.int64)
