@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from cli_helpers import assert_ok, run, usage_line
+from egnlp import api
 from egnlp.api import train_parser
 from egnlp.corpora import load_dataset, load_sentences, read_conll, write_conll
 from egnlp.corpora.blocks import MIN_ITEMS, map_blocks, resolve_jobs
@@ -114,8 +115,9 @@ def _squares(offset: int, block: list[int]) -> list[int]:
 
 
 @pytest.mark.parametrize("trainer", ["bcfw", "eg-mm", "eg-ll"])
-def test_training_jobs_2_records_and_trains_what_jobs_1_does(trainer: str) -> None:
+def test_training_jobs_2_records_and_trains_what_jobs_1_does(trainer: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The dev scores and the objectives of every pass, and the weights, are the same bits with two jobs."""
+    monkeypatch.setattr(api, "DEV_JOBS_MIN_SENTENCES", MIN_ITEMS)  # the dev set goes to the workers too
     train, dev = load_dataset("es", "train")[:150], load_dataset("es", "dev")[:2 * MIN_ITEMS]
     runs = [train_parser(train, dev, root="single", trainer=trainer, labels=False, max_passes=3, jobs=jobs)
             for jobs in (1, 2)]
@@ -127,11 +129,13 @@ def test_training_jobs_2_records_and_trains_what_jobs_1_does(trainer: str) -> No
 
 
 @pytest.mark.parametrize("siblings", [False, True])
-def test_dev_sentences_are_kept_before_the_workers_fork(siblings: bool) -> None:
+def test_dev_sentences_are_kept_before_the_workers_fork(siblings: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """The dev scorer compiles the sentences its budget holds in this process, once (the workers of
     --jobs inherit them), up to the budget, and scores as it does without keeping any."""
     from egnlp.api import build_parsing_problem, uas_scorer
     from egnlp.features.arc_parts import CacheBudget
+
+    monkeypatch.setattr(api, "DEV_JOBS_MIN_SENTENCES", MIN_ITEMS)
 
     train, dev = load_dataset("es", "train")[:150], load_dataset("es", "dev")[:2 * MIN_ITEMS]
     featurizer, problem, _ = build_parsing_problem(train, "single", siblings=siblings)
@@ -146,6 +150,41 @@ def test_dev_sentences_are_kept_before_the_workers_fork(siblings: bool) -> None:
         spent = room - budget.room
         assert spent > 0 and (room < 1 << 30 or spent > 100_000)
         assert score(w) == plain and budget.room == room - spent  # nothing compiled and kept again
+
+
+def test_small_first_order_dev_sets_and_zero_weights_stay_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below DEV_JOBS_MIN_SENTENCES a first-order dev set is decoded here whatever jobs says (a second-order
+    one takes the workers), and an evaluation pass at w = 0 (nothing to score) runs here: the workers'
+    start would cost more than they save."""
+    from egnlp.api import build_parsing_problem, uas_scorer
+    from egnlp.training import problem as problem_module
+
+    asked: list[int] = []
+
+    def spy(fn, model, items, jobs=1):
+        asked.append(jobs)
+        return map_blocks(fn, model, items, jobs)
+
+    monkeypatch.setattr(api, "map_blocks", spy)
+    train, dev = load_dataset("es", "train")[:150], load_dataset("es", "dev")[:2 * MIN_ITEMS]
+    assert len(dev) < api.DEV_JOBS_MIN_SENTENCES
+    featurizer, problem, _ = build_parsing_problem(train, "single")
+    uas_scorer(featurizer, dev, "single", jobs=2)(np.zeros(featurizer.n_features))
+    sib_featurizer, sib_problem, _ = build_parsing_problem(train, "single", siblings=True)
+    uas_scorer(sib_featurizer, dev, "single", siblings=sib_problem.features.siblings, jobs=2)(
+        np.zeros(sib_problem.features.n_features))
+    assert asked == [1, 2]
+
+    problem.jobs = 2
+    assert len(train) >= 2 * problem_module.EVAL_BLOCK
+    pids = list(problem_module._each_example(_example_pid, problem, np.zeros(problem.features.n_features)))
+    assert set(pids) == {os.getpid()} and len(pids) == len(train)
+    pids = list(problem_module._each_example(_example_pid, problem, np.ones(problem.features.n_features)))
+    assert os.getpid() not in pids and len(pids) == len(train)
+
+
+def _example_pid(problem: object, w: np.ndarray, zero: bool, i: int) -> int:
+    return os.getpid()
 
 
 def test_map_blocks_order_and_processes() -> None:
