@@ -11,7 +11,8 @@ Each run is ``egnlp parser train`` with the settings of the row, then
 (the CoNLL 2018 scorer: UAS and LAS on universal relations) and
 ``udvalidate --level 2`` (the official validator) on the output.
 
-- ``es``, ``eu``: the data set's train split, evaluated on its test split
+- ``es``, ``eu``: the data set's train and dev splits (``--data NAME``
+  trains on both by default), evaluated on its test split
   (``egnlp data export NAME test``).
 - ``pt-bosque``, ``nl-alpino``: trained on the whole ``*-ud-test.conllu``
   file and evaluated on ``*-ud-dev.conllu``, as the reference parsers were

@@ -48,7 +48,7 @@ DEFAULT_PARSER_TRAINER = "bcfw"
 # is the best of a warm-started path on es (README).
 DEFAULT_PARSER_C = {"ll": 20.0, "mm": 30.0}
 # Settings the parser gives a trainer unless the caller does (the trainers' own defaults otherwise).
-DEFAULT_PARSER_SETTINGS = {"bcfw": {"average": True, "max_passes": 15}}
+DEFAULT_PARSER_SETTINGS = {"bcfw": {"average": True, "max_passes": 12}}
 # parser train's early stop when there is a dev set: no better dev UAS for this many passes, for the
 # trainers that step sentence by sentence, whose dev score climbs pass after pass.  The batch ones can
 # stall for several iterations before they climb (egr on es: a patience of 3 would stop it at iteration 10,

@@ -121,13 +121,15 @@ def data_export(name: str = typer.Argument(..., metavar="NAME", help="Data set n
 
 
 def _training_data(data: Optional[str], train: Optional[str], dev: Optional[str], encoding: str,
-                   invalid: list[str] | None = None, fmt: str | None = None):
+                   invalid: list[str] | None = None, fmt: str | None = None, train_on_dev: bool = False):
     """(train sentences, dev sentences or None, the data set's root constraint or None) of a parser command;
-    with ``invalid`` a list, sentences whose heads do not form a tree are skipped into it."""
+    with ``invalid`` a list, sentences whose heads do not form a tree are skipped into it; with
+    ``train_on_dev`` the dev sentences are training sentences."""
     from egnlp.corpora.datasets import dataset_root
     from egnlp.inputs import training_sets
 
-    sets = training_sets(data, train, dev, trees=True, encoding=encoding, invalid=invalid, fmt=fmt)
+    sets = training_sets(data, train, dev, trees=True, encoding=encoding, invalid=invalid, fmt=fmt,
+                         train_on_dev=train_on_dev)
     return sets.train, sets.dev, dataset_root(sets.dataset) if sets.dataset is not None else None
 
 
@@ -166,7 +168,7 @@ def parser_train(
                                            "score has not improved for this many passes at the final C (EG's "
                                            "annealed passes do not count); the model is the best dev pass's (as "
                                            "with --max-seconds and a dev set); 0: no early stop.",
-                                           show_default=f"{PARSER_PATIENCE} with a dev set, for the online "
+                                           show_default=f"{PARSER_PATIENCE} with a held-out dev set, for the online "
                                                         "trainers (bcfw, eg-mm, eg-ll, sgd)"),
     root: Optional[Root] = typer.Option(None, "--root", help="Tree space: one root child or any number.",
                                         show_default="the data set's, or single if every training tree has one"),
@@ -194,6 +196,11 @@ def parser_train(
                                              "(CPOSTAG) or xpos (POSTAG).", show_default="both where both are filled"),
     labels: bool = typer.Option(True, "--labels/--no-labels", help="Train the arc labeler when the training data "
                                 "have DEPREL labels."),
+    train_on_dev: Optional[bool] = typer.Option(None, "--train-on-dev/--hold-out-dev", help="Train on the dev "
+                                                "sentences too, up to the pass limit, or hold them out: scored "
+                                                "after every pass, the best pass kept (--patience, --C-path).",
+                                                show_default="train on a data set's dev split; hold out a --dev "
+                                                "file, and any dev set with --patience or --C-path"),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Skip training and dev sentences whose heads "
                                       "do not form a tree (and say how many) instead of stopping at the first."),
     features: FeatureMode = typer.Option(FeatureMode.alphabet, "--features", help="Feature ids: gold-arc alphabet or hashing."),
@@ -217,7 +224,7 @@ def parser_train(
     """Train a dependency parser (first-order, second-order with --siblings, third-order with --grandparents) and
     its arc labeler, and save it."""
     from egnlp.api import default_patience, parser_settings, train_parser, train_parser_path
-    from egnlp.corpora import guess_root
+    from egnlp.corpora import guess_root, is_dataset
     from egnlp.parser.trees import check_final_on_root
     from egnlp.training.path import parse_c_path
     from egnlp.training.records import BestPass
@@ -236,6 +243,11 @@ def parser_train(
             raise ValueError("--patience stops one run; it does not go with --C-path")
         if patience and dev is None and data is None:
             raise ValueError("--patience needs a dev set: give --dev, or --data with a dev split")
+        if train_on_dev and (patience or C_path is not None):
+            raise ValueError(f"{'--patience' if patience else '--C-path'} scores a held-out dev set: it does not "
+                             "go with --train-on-dev")
+        if train_on_dev is None:  # a data set's dev split is trained on unless a choice needs it held out
+            train_on_dev = dev is None and not patience and C_path is None
         if C_path is not None and save_on_interrupt:
             raise ValueError("--save-on-interrupt keeps the best pass of one run; it does not go with --C-path")
         if dask is None and workers is not None:
@@ -261,7 +273,8 @@ def parser_train(
         config = make_config(spec, **{**settings, **trainer_settings(C=Cs[0] if Cs else C or default_c,
                                                                      tol=tol)})
         invalid: list[str] | None = [] if skip_invalid else None
-        train_sents, dev_sents, data_root = _training_data(data, train, dev, encoding, invalid, _format(fmt))
+        train_sents, dev_sents, data_root = _training_data(data, train, dev, encoding, invalid, _format(fmt),
+                                                           train_on_dev)
         if patience is None and Cs is None and dask is None and dev_sents:
             patience = default_patience(trainer_name)
         patience = patience or None  # 0: no early stop
@@ -276,7 +289,9 @@ def parser_train(
                               **({"grandparents": True} if grandparents else {}),
                               **({"final_on_root": final_punct} if final_punct is not None else {}))
         start = time.perf_counter()
-        note(f"training on {len(train_sents)} sentences" + (f", dev {len(dev_sents)}" if dev_sents else ""), quiet)
+        joined = train_on_dev and (dev is not None or (data is not None and is_dataset(data)))
+        note(f"training on {len(train_sents)} sentences" + (" (with the dev sentences)" if joined else "")
+             + (f", dev {len(dev_sents)}" if dev_sents else ""), quiet)
         if Cs is not None:
             note(f"{'C':>10} {'eff.it':>8} {'total':>8} {'dev':>7}", quiet)
 
@@ -477,12 +492,12 @@ def demo(data: str = typer.Option("wsj", "--data", help="Dependency data set for
         if limit is not None and limit < 1:
             raise ValueError("--limit must be at least 1")
         settings = trainer_settings(max_passes=passes)
-        train_sents, dev_sents, test_sents = (load_sentences(data, s) for s in ("train", "dev", "test"))
-        train_sents = train_sents[:limit]
-        typer.echo(f"parser data {data}: train {len(train_sents)}, dev {len(dev_sents)}, test {len(test_sents)} "
-                   "sentences", err=True)
-        parser, _ = train_parser(train_sents, dev_sents, root=dataset_root(data),
-                                 patience=PARSER_PATIENCE if dev_sents else None,
+        # the parser trains on the dev split too, as parser train does by default (--train-on-dev)
+        train_sents = [*load_sentences(data, "train"), *load_sentences(data, "dev")][:limit]
+        test_sents = load_sentences(data, "test")
+        typer.echo(f"parser data {data}: train and dev {len(train_sents)}, test {len(test_sents)} sentences",
+                   err=True)
+        parser, _ = train_parser(train_sents, None, root=dataset_root(data),
                                  callbacks=[progress_printer(f"parser: {PARSER_TRAINER} (averaged), max-margin")], **settings)
         parser.save(out / "demo-parser.npz")
         t_train, t_dev, t_test = (load_sentences(tagger_data, s) for s in ("train", "dev", "test"))

@@ -194,7 +194,7 @@ def text_pieces(source: str, fmt: str | None = None, *, accept: tuple[str, ...] 
 
 def training_sets(data: str | None, train: str | os.PathLike[str] | None, dev: str | os.PathLike[str] | None, *,
                   trees: bool, encoding: str = "utf-8", invalid: list[str] | None = None,
-                  fmt: str | None = None) -> TrainingSets:
+                  fmt: str | None = None, train_on_dev: bool = False) -> TrainingSets:
     """The sentences of ``--data NAME`` (a data set's train and dev splits, or a corpus file) or of
     ``--train FILE`` and ``--dev FILE`` (either may be ``-``, stdin).
 
@@ -207,6 +207,8 @@ def training_sets(data: str | None, train: str | os.PathLike[str] | None, dev: s
             tree are skipped and their messages appended (see
             :func:`~egnlp.corpora.read_conll`).
         fmt: the files' format (None: told from each file's content).
+        train_on_dev: the dev sentences join the training ones (after them), and
+            there is no dev set.
 
     Raises:
         CorpusError: both or neither of ``data`` and ``train``; ``dev`` with a
@@ -221,7 +223,8 @@ def training_sets(data: str | None, train: str | os.PathLike[str] | None, dev: s
         if trees and dataset_task(data) != "parse":
             raise CorpusError(f"data set '{data}' has no dependency trees (its task is '{dataset_task(data)}'); "
                               "see 'egnlp data list'")
-        return TrainingSets(load_sentences(data, "train"), load_sentences(data, "dev"), data)
+        return _dev_joined(TrainingSets(load_sentences(data, "train"), load_sentences(data, "dev"), data),
+                           train_on_dev)
     if data is not None:
         if data != STDIN and not os.path.isfile(data):
             load_sentences(data)  # raises: neither a data set nor a file (the message lists the data sets)
@@ -234,4 +237,11 @@ def training_sets(data: str | None, train: str | os.PathLike[str] | None, dev: s
                 require_heads=trees, invalid=invalid)
     _, train_sentences = read_sentences(train, fmt, **read)
     dev_sentences = read_sentences(dev, fmt, **read)[1] if dev is not None else None
-    return TrainingSets(train_sentences, dev_sentences, None)
+    return _dev_joined(TrainingSets(train_sentences, dev_sentences, None), train_on_dev)
+
+
+def _dev_joined(sets: TrainingSets, train_on_dev: bool) -> TrainingSets:
+    """``sets`` with the dev sentences appended to the training ones when ``train_on_dev``."""
+    if not train_on_dev or not sets.dev:
+        return sets
+    return TrainingSets([*sets.train, *sets.dev], None, sets.dataset)

@@ -248,6 +248,35 @@ def test_train_data_accepts_a_conll_file_path(files: dict[str, Path], tmp_path: 
     assert Parser.load(out).info["train_sentences"] == 40
 
 
+def test_train_on_dev_trains_on_the_dev_sentences_and_scores_none(files: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "m.npz"
+    result = run("parser", "train", "--train", files["train"], "--dev", files["dev"], "--train-on-dev", "--out", out,
+                 "--passes", 1, "--no-labels")
+    assert_ok(result)
+    assert f"training on {N_TRAIN + N_DEV} sentences (with the dev sentences)\n" in result.stderr
+    info = Parser.load(out).info
+    assert info["train_sentences"] == N_TRAIN + N_DEV and not info.get("dev_sentences")
+    assert "best_pass" not in info  # nothing scored, nothing chosen
+
+
+def test_data_set_dev_split_is_trained_on_unless_held_out() -> None:
+    from egnlp.inputs import training_sets
+
+    held = training_sets("es", None, None, trees=True)
+    joined = training_sets("es", None, None, trees=True, train_on_dev=True)
+    assert joined.dev is None and held.dev is not None
+    assert [s.forms for s in joined.train] == [s.forms for s in held.train + held.dev]
+
+
+@pytest.mark.parametrize("option", [["--patience", "2"], ["--C-path", "100:0.5:2"]])
+def test_train_on_dev_refuses_options_that_score_a_held_out_dev_set(files: dict[str, Path], tmp_path: Path,
+                                                                    option: list[str]) -> None:
+    out = tmp_path / "m.npz"
+    line = error_line(run("parser", "train", "--data", "es", "--train-on-dev", *option, "--out", out))
+    assert option[0] in line and "--train-on-dev" in line
+    assert not out.exists()
+
+
 def test_train_data_unknown_name(tmp_path: Path) -> None:
     out = tmp_path / "m.npz"
     line = error_line(run("parser", "train", "--data", "nosuchset", "--out", out, "--passes", 1))
