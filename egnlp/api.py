@@ -249,7 +249,8 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     EG: C, max_passes, tol, seed, eta_init, order, max_seconds, anneal; see
     ``egnlp.training.registry.TRAINERS`` for the others).  C defaults to
     :data:`DEFAULT_PARSER_C` of the trainer's objective.
-    ``state`` warm-starts the trainer.  ``cache_mb`` keeps that many MiB of compiled training and dev
+    ``state`` warm-starts the trainer; the result carries the trainer's state for another warm start
+    only when no labeler is trained (its memory goes before the labeler's).  ``cache_mb`` keeps that many MiB of compiled training and dev
     sentences for later passes (:func:`cache_budget`; by default the dev sentences up to
     :data:`DEV_CACHE_BYTES`, :func:`dev_cache_budget`): less time, the same model.  ``jobs`` processes
     (None: every core) decode the dev set after each pass and compute the trainer's evaluation passes
@@ -300,6 +301,9 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     if kept is not None and kept.final.passes != result.final.passes:  # the best dev pass was not the last
         result = TrainResult(weights=kept.weights, records=result.records, converged=False)
     del problem, dev_score  # the arc features and their id tables go before the labeler trains
+    if labels and has_labels(train) and result.state:
+        # and so does the trainer's state (BCFW's on es: about 90 MB that would sit under the labeler's peak)
+        result = TrainResult(weights=result.weights, records=result.records, converged=result.converged)
     labeler, labeler_info = None, {}
     if interrupted is None:
         try:
