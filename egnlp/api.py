@@ -250,9 +250,9 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     ``egnlp.training.registry.TRAINERS`` for the others).  C defaults to
     :data:`DEFAULT_PARSER_C` of the trainer's objective.
     ``state`` warm-starts the trainer; the result carries the trainer's state for another warm start
-    only when no labeler is trained (its memory goes before the labeler's).  ``cache_mb`` keeps that many MiB of compiled training and dev
-    sentences for later passes (:func:`cache_budget`; by default the dev sentences up to
-    :data:`DEV_CACHE_BYTES`, :func:`dev_cache_budget`): less time, the same model.  ``jobs`` processes
+    only when no labeler is trained (its memory goes before the labeler's).  ``cache_mb`` keeps that
+    many MiB of compiled training and dev sentences for later passes (:func:`cache_budget`; by default
+    the dev sentences up to :data:`DEV_CACHE_BYTES`, :func:`dev_cache_budget`): less time, the same model.  ``jobs`` processes
     (None: every core) decode the dev set after each pass and compute the trainer's evaluation passes
     (primal, dual, gaps: :func:`~egnlp.training.problem.loss_augmented_examples`): the same records and
     model for any number.

@@ -79,12 +79,14 @@ def test_labeler_learns_the_labels_of_gold_trees(es_small):
 
 def test_a_labeled_parser_round_trips_through_its_model_file(es_small, tmp_path):
     train, dev = es_small
-    parser, _ = train_parser(train[:150], max_passes=2)
+    parser, result = train_parser(train[:150], max_passes=2)
     assert parser.labeler is not None and parser.info["labeler"]["labels"] == len(parser.labeler.labels)
+    assert result.state == {}  # the trainer's state went before the labeler trained
     path = tmp_path / "labeled.npz"
     parser.save(path)
     loaded = Parser.load(path)
     assert loaded.labeler.labels == parser.labeler.labels
     assert [s.lines() for s in loaded.parse(dev)] == [s.lines() for s in parser.parse(dev)]
-    unlabeled, _ = train_parser(train[:150], max_passes=2, labels=False)
+    unlabeled, unlabeled_result = train_parser(train[:150], max_passes=2, labels=False)
+    assert unlabeled_result.state  # kept for a warm start when no labeler is trained
     assert unlabeled.labeler is None and all(set(s.deprels) == {"_"} for s in unlabeled.parse(dev[:5]))
