@@ -478,6 +478,7 @@ def demo(data: str = typer.Option("wsj", "--data", help="Dependency data set for
     """
     from egnlp.api import train_parser
     from egnlp.corpora import CorpusError, dataset_root, dataset_task, is_dataset, load_sentences
+    from egnlp.inputs import training_sets
     from egnlp.parser.evaluate import attachment_scores
     from egnlp.tagger.evaluate import tag_scores
     from egnlp.tagging import label_columns, train_crf_tagger
@@ -493,7 +494,7 @@ def demo(data: str = typer.Option("wsj", "--data", help="Dependency data set for
             raise ValueError("--limit must be at least 1")
         settings = trainer_settings(max_passes=passes)
         # the parser trains on the dev split too, as parser train does by default (--train-on-dev)
-        train_sents = [*load_sentences(data, "train"), *load_sentences(data, "dev")][:limit]
+        train_sents = training_sets(data, None, None, trees=True, train_on_dev=True).train[:limit]
         test_sents = load_sentences(data, "test")
         typer.echo(f"parser data {data}: train and dev {len(train_sents)}, test {len(test_sents)} sentences",
                    err=True)
