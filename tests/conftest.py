@@ -6,7 +6,9 @@ compile every Numba kernel cold in one process, the assertion-enabled LLVM
 inside llvmlite 0.50 aborts while freeing compiled code at interpreter exit
 (SIGABRT, ``StringMap.cpp ... RemoveKey ... "Didn't find key?"``), after
 every test has passed; a warm on-disk cache never showed it.  The exit
-status would then be 134 instead of pytest's.
+status would then be 134 instead of pytest's.  pytest-xdist's workers
+(``-n auto`` in ``pyproject.toml``) end the same way: each has sent the
+controller its last report (written and flushed) before this hook runs.
 """
 
 from __future__ import annotations
