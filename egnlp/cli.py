@@ -191,7 +191,8 @@ def parser_train(
                                              "compiling them again at every pass: less time, more memory, the "
                                              "same model (es: about 300 MiB keeps them all, about 1 GiB with "
                                              "--siblings); 0 keeps none.",
-                                             show_default="1024 for egr, else the dev sentences up to 64"),
+                                             show_default="1024 for egr, else 64: the dev sentences, or "
+                                                          "without a dev set the training sentences"),
     pos: Optional[TagColumns] = typer.Option(None, "--pos", help="Tag columns the features read: both, upos "
                                              "(CPOSTAG) or xpos (POSTAG).", show_default="both where both are filled"),
     labels: bool = typer.Option(True, "--labels/--no-labels", help="Train the arc labeler when the training data "

@@ -9,7 +9,8 @@ import multiprocessing
 import numpy as np
 import pytest
 
-from egnlp.api import build_parsing_problem, train_parser
+from egnlp.api import (DEV_CACHE_BYTES, FEATURE_CACHE_BYTES, build_parsing_problem, cache_budget,
+                       train_parser)
 from egnlp.corpora import load_dataset
 from egnlp.features.arc_parts import CacheBudget
 from egnlp.features.arc_templates import CPOS, POS, WORD, _key, dirdist_slot
@@ -163,6 +164,13 @@ def test_a_shared_cache_budget_keeps_sentences_and_changes_nothing(es_train):
         b, _ = train_parser(es_train[:60], dev, root="single", siblings=siblings, max_passes=3, labels=False,
                             cache_mb=64)
         np.testing.assert_array_equal(a.weights, b.weights)
+    # without a dev set the training sentences take the dev's bytes by default: the same bits again
+    assert cache_budget("bcfw", None, has_dev=False).room == DEV_CACHE_BYTES
+    assert cache_budget("bcfw", None).room == 0 and cache_budget("egr", None).room == FEATURE_CACHE_BYTES
+    a, _ = train_parser(es_train[:60], root="single", max_passes=3)
+    b, _ = train_parser(es_train[:60], root="single", max_passes=3, cache_mb=0)
+    np.testing.assert_array_equal(a.weights, b.weights)
+    assert [s.lines() for s in a.parse(dev)] == [s.lines() for s in b.parse(dev)]  # the labelers too
     with pytest.raises(ValueError, match="at least 0"):
         train_parser(es_train[:5], root="single", cache_mb=-1)
 
