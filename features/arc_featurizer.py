@@ -25,10 +25,11 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from egnlp.features.arc_templates import (_BETWEEN_COLS, TAG_COLUMNS, _N_BETWEEN, _N_FIXED, CPOS, N_SLOTS, POS,
-                                          TEMPLATES_VERSION, USE_FEATS, USE_LEMMA, EncodedCorpus,
-                                          _between_key, _bias_key, _gold_alphabet, _max_length, _n_sets,
-                                          _pair_keys, _token_keys, arc_keys, dirdist_slot, encode)
+from egnlp.features.arc_templates import (_BETWEEN_COLS, TAG_COLUMNS, _N_BETWEEN, _N_FIXED, CPOS, N_PAIR, N_SLOTS,
+                                          POS, TEMPLATES_VERSION, USE_FEATS, USE_LEMMA, EncodedCorpus,
+                                          _between_key, _bias_key, _gold_alphabet, _head_prefixes, _max_length,
+                                          _modifier_atoms, _n_sets, _prefix_pair_keys, _token_keys, arc_keys,
+                                          dirdist_slot, encode)
 from egnlp.features.csr import PartFeatures
 from egnlp.features.hashing import KeyTable, StringHasher, cached_lookup, combine, new_cache, table_lookup
 
@@ -387,6 +388,10 @@ def _arc_scores(sentence, flags, lookup, weights, out):
     memo_key = np.empty(1 << _MEMO_BITS, dtype=np.uint64)
     memo_row = np.empty(1 << _MEMO_BITS, dtype=np.int64)
     ends = np.empty(n + 2, dtype=np.int64)
+    prefixes = np.empty((n + 1, N_PAIR), dtype=np.uint64)  # the pair keys' head parts, and modifier atoms
+    _head_prefixes(atoms, base, n, flags, prefixes)
+    mod_atoms = np.zeros((N_PAIR, 2, n + 1), dtype=np.int64)
+    _modifier_atoms(atoms, base, n, flags, mod_atoms)
     for h in range(n + 1):
         # the keys of every arc from h, then their lookups in one run, then the sums
         c = 0
@@ -394,7 +399,7 @@ def _arc_scores(sentence, flags, lookup, weights, out):
             ends[m] = c
             if m == 0 or h == m:
                 continue
-            c = _pair_keys(atoms, base, n, h, m, flags, keys, c, known[h] & known[n + 1 + m])
+            c = _prefix_pair_keys(prefixes, mod_atoms, h, m, flags, keys, c, known[h] & known[n + 1 + m])
         ends[n + 1] = c
         if hash_bits == 0:
             _lookup_rows(lookup, keys, 0, c, rows)

@@ -367,6 +367,46 @@ def _head_pair_keys(prefixes, mod_atoms, h, flags, out):
 
 
 @njit(cache=True)
+def _prefix_key(prefixes, mod_atoms, h, m, k):
+    """The key of pair template k of the arc h -> m from h's prefix and m's atoms (see _head_pair_keys)."""
+    key = combine(combine(prefixes[h, k], mod_atoms[k, 0, m]), mod_atoms[k, 1, m])
+    if _PAIR_TAIL[k] == 3:
+        key = combine(key, 0)
+    return _nonzero(key)
+
+
+@njit(cache=True)
+def _prefix_pair_keys(prefixes, mod_atoms, h, m, flags, out, c, known=-1):
+    """The keys that :func:`_pair_keys` emits for h -> m under the same ``known`` bits, in its order, from
+    :func:`_head_prefixes` and :func:`_modifier_atoms`: two or three combines a key where _pair_keys
+    takes four (the direct scorer's arc scores of pt_bosque dev and es test in 0.64 to 0.85 of the time, the
+    same bits)."""
+    for j in range(_n_sets(flags)):
+        bits = known >> (4 * j)
+        head_pair, head_word, mod_pair, mod_word = bits & 1, bits & 2, bits & 4, bits & 8
+        k = 7 * j
+        if head_pair and mod_pair:
+            c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k))
+        if mod_pair:
+            c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k + 1))
+        if head_word and mod_pair:
+            c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k + 2))
+        if head_pair:
+            c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k + 3))
+        if head_pair and mod_word:
+            c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k + 4))
+        if head_word and mod_word:
+            c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k + 5))
+        c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k + 6))
+    if flags & USE_FEATS:
+        c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, K_FEATS))
+        c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, K_FEATS + 1))
+    for k in range(K_SURROUND, N_PAIR):
+        c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k))
+    return c
+
+
+@njit(cache=True)
 def _tag_template(k):
     """Whether pair template k reads tags and FEATS only (hp.mp, the FEATS pairs, the 4-grams): few
     distinct keys, looked up on every arc."""

@@ -6,7 +6,8 @@ import pytest
 from egnlp.corpora import load_dataset
 from egnlp.corpora.sentence import HEAD, Sentence
 from egnlp.features.arc_featurizer import ArcFeaturizer
-from egnlp.features.arc_templates import N_SLOTS, SUFFIX, WORD, _N_BETWEEN, _N_FIXED
+from egnlp.features.arc_templates import (N_PAIR, N_SLOTS, SUFFIX, WORD, _N_BETWEEN, _N_FIXED, _head_prefixes,
+                                          _modifier_atoms, _pair_keys, _prefix_pair_keys)
 from egnlp.features.csr import PartFeatures, add_sparse, collect_delta
 from egnlp.features.hashing import KeyTable, hash_string
 
@@ -68,6 +69,30 @@ def test_csr_scores_equal_direct_arc_scores(data, mode):
         k = len(sentences[s]) + 1
         np.testing.assert_allclose(pf.scores(lo, hi, w).reshape(k, k), f.arc_scores(enc, s, w),
                                    rtol=1e-12, atol=1e-9)
+
+
+def test_prefix_pair_keys_are_the_pair_keys_in_their_order():
+    """The direct scorer's pair keys, made from per-token prefixes, are those of _pair_keys in the same order
+    under any known bits (which leave out bigrams), with and without lemmas and FEATS."""
+    sentences = load_dataset("es", "dev")[:12]
+    rng = np.random.default_rng(3)
+    for use_lemma, use_feats in ((True, True), (False, False)):
+        f = ArcFeaturizer("alphabet", use_lemma=use_lemma, use_feats=use_feats)
+        enc = f.encode(sentences)
+        for s in range(len(sentences)):
+            base, n = int(enc.tok_ptr[s]), enc.length(s)
+            prefixes = np.empty((n + 1, N_PAIR), dtype=np.uint64)
+            _head_prefixes(enc.atoms, base, n, f.flags, prefixes)
+            mod_atoms = np.zeros((N_PAIR, 2, n + 1), dtype=np.int64)
+            _modifier_atoms(enc.atoms, base, n, f.flags, mod_atoms)
+            expected, got = np.empty(64, dtype=np.uint64), np.empty(64, dtype=np.uint64)
+            for h in range(n + 1):
+                for m in range(1, n + 1):
+                    if m != h:
+                        known = -1 if (h + m) % 3 == 0 else int(rng.integers(0, 1 << 12))
+                        c = _pair_keys(enc.atoms, base, n, h, m, f.flags, expected, 0, known)
+                        assert _prefix_pair_keys(prefixes, mod_atoms, h, m, f.flags, got, 0, known) == c
+                        np.testing.assert_array_equal(got[:c], expected[:c])
 
 
 def test_gold_arcs_keep_every_template_in_the_alphabet(sentences):
