@@ -535,7 +535,8 @@ class Objective(str, Enum):
 
 def _bench_problem(data: str, limit: Optional[int], root: Optional[Root]):
     """The parsing problem of a data set's train split (or its first ``limit`` sentences) and a dev UAS scorer."""
-    from egnlp.api import FEATURE_CACHE_BYTES, build_parsing_problem, uas_scorer
+    from egnlp.api import DEV_CACHE_BYTES, FEATURE_CACHE_BYTES, build_parsing_problem, uas_scorer
+    from egnlp.features.arc_parts import CacheBudget
     from egnlp.corpora import CorpusError, is_dataset
 
     if not is_dataset(data):
@@ -550,7 +551,8 @@ def _bench_problem(data: str, limit: Optional[int], root: Optional[Root]):
     featurizer, problem, seconds = build_parsing_problem(train_sents, chosen, cache_bytes=FEATURE_CACHE_BYTES)
     typer.echo(f"{data}: {len(train_sents)} training sentences, {problem.features.n_features} features "
                f"({seconds:.1f} s); dev {len(dev_sents)} sentences", err=True)
-    return problem, uas_scorer(featurizer, dev_sents, chosen)
+    # and the dev set is decoded at every record, as in parser train
+    return problem, uas_scorer(featurizer, dev_sents, chosen, budget=CacheBudget(DEV_CACHE_BYTES))
 
 
 # options shared by the bench commands
