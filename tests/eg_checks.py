@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+# A cache budget for build_parsing_problem that keeps every compiled sentence of a test's small problem:
+# the trainers' tests run many passes over a few sentences, and keeping them changes no bit of a run
+# (tests/test_arc_parts.py and tests/test_siblings.py compare cached and uncached runs).
+KEEP_ALL = 256 << 20
+
 
 def dual_from_scratch(problem, run) -> float:
     """The dual of an ``_EGRun`` recomputed from its theta alone: the marginals of every example,

@@ -22,6 +22,8 @@ from egnlp.training.registry import get_trainer, make_config
 from egnlp.api import build_parsing_problem
 from egnlp.bench import tagging_problem
 
+from eg_checks import KEEP_ALL
+
 C = 1000.0
 
 
@@ -29,7 +31,7 @@ C = 1000.0
 def problem():
     """Six short es training sentences (2 to 7 words): every trainer gets within 1e-6 in seconds."""
     sentences = [s for s in load_dataset("es", "train") if len(s) <= 8][:6]
-    return build_parsing_problem(sentences, "single")[1]
+    return build_parsing_problem(sentences, "single", cache_bytes=KEEP_ALL)[1]
 
 
 @pytest.fixture(scope="module")

@@ -19,11 +19,11 @@ from egnlp.training.path import parse_c_path, regularization_path
 from egnlp.training.problem import log_linear_gradient, log_linear_primal, loss_augmented_examples, max_margin_primal
 from egnlp.training.registry import TRAINERS, get_trainer, make_config, trainer_names
 
-from eg_checks import accepted_steps_decrease_the_dual
+from eg_checks import KEEP_ALL, accepted_steps_decrease_the_dual
 
 
 def _problem(count: int) -> ParsingProblem:
-    return build_parsing_problem(load_dataset("es", "train")[:count], "single")[1]
+    return build_parsing_problem(load_dataset("es", "train")[:count], "single", cache_bytes=KEEP_ALL)[1]
 
 
 @pytest.fixture(scope="module")

@@ -16,14 +16,14 @@ from egnlp.training.eg import EGConfig, _EGRun, fit_eg_ll
 from egnlp.training.problem import (example_blocks, log_linear_gradient, log_linear_primal, loss_augmented_examples,
                                     max_margin_primal, scored_examples)
 
-from eg_checks import accepted_steps_decrease_the_dual, dual_from_scratch
+from eg_checks import KEEP_ALL, accepted_steps_decrease_the_dual, dual_from_scratch
 
 C = 10.0
 
 
 @pytest.fixture(scope="module")
 def problem():
-    return build_parsing_problem(load_dataset("es", "train")[:40], "single")[1]
+    return build_parsing_problem(load_dataset("es", "train")[:40], "single", cache_bytes=KEEP_ALL)[1]
 
 
 @pytest.fixture(scope="module")
