@@ -65,7 +65,17 @@ class KeyLookup(NamedTuple):
 class ArcWeights(NamedTuple):
     """The weight vector the direct scorer reads."""
 
-    w: np.ndarray  # (n_features,) float64
+    w: np.ndarray  # (n_features,) float64, read-only (:func:`read_only`)
+
+
+def read_only(w: np.ndarray) -> np.ndarray:
+    """``w`` as a read-only array (a view when it is writable).  The scoring kernels take their weights
+    this way whether they come from a model file (read-only) or from training: Numba compiles a kernel
+    once per array type, and the direct arc scorer alone takes about 9 s to compile."""
+    if w.flags.writeable:
+        w = w.view()
+        w.flags.writeable = False
+    return w
 
 
 @njit(cache=True)
@@ -645,7 +655,7 @@ class ArcFeaturizer:
         n = encoded.length(s)
         out = np.empty((n + 1, n + 1))
         _arc_scores(SentenceAtoms(encoded.atoms, encoded.tok_ptr[s], n), self.flags, self.score_lookup(),
-                    ArcWeights(w), out)
+                    ArcWeights(read_only(w)), out)
         return out
 
     def config(self) -> dict:

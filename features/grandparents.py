@@ -40,6 +40,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from egnlp.features.arc_featurizer import read_only
 from egnlp.features.arc_parts import _classes, checked_vector
 from egnlp.features.arc_templates import CPOS, POS, WORD, EncodedCorpus, _key, _nonzero, dirdist_slot
 from egnlp.features.siblings import LayeredPartFeatures, PartAlphabet, SiblingPartFeatures, _id_sums, _lookup
@@ -220,7 +221,7 @@ class GrandFeaturizer(PartAlphabet):
         """The (size, size, size) scores ``G[g, h, m]`` of the sentence's grandparent parts under the
         grandparent weights ``w`` (this featurizer's features only); 0 on cells that are not parts."""
         out = np.empty(n_parts(cg.size))
-        _scores(cg.size, cg.row_ids, cg.tag, cg.nt, cg.memo, cg.class_ids, w, out)
+        _scores(cg.size, cg.row_ids, cg.tag, cg.nt, cg.memo, cg.class_ids, read_only(w), out)
         return out.reshape(cg.size, cg.size, cg.size)
 
 
@@ -277,7 +278,7 @@ class GrandPartFeatures(LayeredPartFeatures):
             sibs = self.sib.scores_many(slo, shi, [w[:self.n_sib_features] for w in ws])
             for w, sib, out in zip(ws, sibs, outs):
                 out[a - lo:middle - lo] = sib
-                _scores(cg.size, cg.row_ids, cg.tag, cg.nt, cg.memo, cg.class_ids, w[self.n_sib_features:],
+                _scores(cg.size, cg.row_ids, cg.tag, cg.nt, cg.memo, cg.class_ids, read_only(w[self.n_sib_features:]),
                         out[middle - lo:b - lo])
         return outs
 

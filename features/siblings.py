@@ -38,6 +38,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from egnlp.features.arc_featurizer import read_only
 from egnlp.features.arc_parts import PartRanges, _classes, check_target, checked_vector
 from egnlp.features.arc_templates import CPOS, POS, WORD, EncodedCorpus, _key, _nonzero, dirdist_slot
 from egnlp.features.hashing import KeyTable, hash_string, table_lookup
@@ -321,7 +322,7 @@ class SiblingFeaturizer(PartAlphabet):
         """The scores of the sentence's sibling parts: ``arc`` (size, size) first-order scores plus the
         sibling weights ``w`` (this featurizer's features only)."""
         out = np.empty(cs.part_class.shape[0])
-        _scores(cs.size, arc, cs.row_ids, cs.part_class, cs.class_ids, w, out)
+        _scores(cs.size, arc, cs.row_ids, cs.part_class, cs.class_ids, read_only(w), out)
         return out
 
 
@@ -425,7 +426,7 @@ class SiblingPartFeatures(LayeredPartFeatures):
             arcs = self.arcs.scores_many(alo, ahi, [w[:self.n_arc_features] for w in ws])
             for w, arc, out in zip(ws, arcs, outs):
                 _scores(cs.size, arc.reshape(cs.size, cs.size), cs.row_ids, cs.part_class, cs.class_ids,
-                        w[self.n_arc_features:], out[a - lo:b - lo])
+                        read_only(w[self.n_arc_features:]), out[a - lo:b - lo])
         return outs
 
     def _layers(self, i: int, coef: np.ndarray):
