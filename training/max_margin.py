@@ -187,22 +187,30 @@ def _average_into(avg: np.ndarray, x: np.ndarray, rho: float, block: int = 1 << 
 class _ActiveSets:
     """Each example's marginals mu_i as a convex combination sum_k alpha_ik v_ik of points of its
     marginal polytope: the start (gold, or a warm start's mu_i) and the structures BCFW moved toward,
-    each kept once as its non-zero parts (int32 positions, and their values, or None where all are 1).
-    ``alpha`` holds the iterate's weights, ``avg`` the weighted average's (BCFW-wAvg), ``losses`` each
-    point's loss v_ik . e_i."""
+    each kept once as its non-zero parts.  An example's points lie end to end: ``idx[i]`` their int32
+    positions, ``ends[i]`` where each point's end, ``vals[i]`` their values (None while every value
+    is 1), and ``known[i]`` each point's number by its bytes, so that a structure found again is not
+    kept twice.  ``alpha`` holds the iterate's weights, ``avg`` the weighted average's (BCFW-wAvg),
+    ``losses`` each point's loss v_ik . e_i."""
 
     def __init__(self, problem: StructuredProblem, start_mu: np.ndarray | None):
         self.problem = problem
-        self.points: list[list[tuple[np.ndarray, np.ndarray | None]]] = []
+        self.idx: list[np.ndarray] = []
+        self.ends: list[list[int]] = []
+        self.vals: list[np.ndarray | None] = []
+        self.known: list[dict[bytes, int]] = []
         self.losses: list[list[float]] = []
         pf = problem.features
         for i in range(pf.n_examples):
             lo, hi = pf.parts(i)
-            point = self._point(problem.gold[lo:hi] if start_mu is None else start_mu[lo:hi])
-            self.points.append([point])
-            self.losses.append([self._loss(lo, hi, point)])
-        self.alpha = [np.ones(1) for _ in self.points]
-        self.avg = [np.ones(1) for _ in self.points]
+            idx, vals = self._point(problem.gold[lo:hi] if start_mu is None else start_mu[lo:hi])
+            self.idx.append(idx)
+            self.ends.append([idx.shape[0]])
+            self.vals.append(vals)
+            self.known.append({self._key(idx, vals): 0})
+            self.losses.append([self._loss(lo, hi, idx, vals)])
+        self.alpha = [np.ones(1) for _ in self.idx]
+        self.avg = [np.ones(1) for _ in self.idx]
 
     @staticmethod
     def _point(v: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
@@ -210,36 +218,47 @@ class _ActiveSets:
         vals = v[idx]
         return idx, None if np.all(vals == 1) else np.asarray(vals, dtype=np.float64)
 
-    def _loss(self, lo: int, hi: int, point: tuple[np.ndarray, np.ndarray | None]) -> float:
-        idx, vals = point
+    @staticmethod
+    def _key(idx: np.ndarray, vals: np.ndarray | None) -> bytes:
+        return idx.tobytes() + (b"" if vals is None else b"v" + vals.tobytes())
+
+    def _loss(self, lo: int, hi: int, idx: np.ndarray, vals: np.ndarray | None) -> float:
         part_loss = self.problem.loss[lo:hi][idx]
         return float(part_loss.sum(dtype=np.float64)) if vals is None else float(vals @ part_loss)
 
     def mu(self, i: int, weights: np.ndarray) -> np.ndarray:
-        """mu_i (dense over the example's parts) for the weights ``weights`` of its first points."""
+        """mu_i (dense over the example's parts) for the weights ``weights`` of its first points.
+
+        One bincount over the points' entries in order: each part's sum takes its terms in the
+        order of the points, from 0, as adding point after point would."""
         lo, hi = self.problem.features.parts(i)
-        out = np.zeros(hi - lo)
-        for (idx, vals), a in zip(self.points[i], weights.tolist()):
-            if a != 0.0:
-                out[idx] += a if vals is None else a * vals
-        return out
+        k = weights.shape[0]
+        ends = self.ends[i]
+        used = ends[k - 1]
+        terms = np.repeat(weights, np.diff(ends[:k], prepend=0))
+        vals = self.vals[i]
+        if vals is not None:
+            terms *= vals[:used]
+        return np.bincount(self.idx[i][:used], weights=terms, minlength=hi - lo)
 
     def step(self, i: int, z: np.ndarray, gamma: float) -> None:
         """mu_i <- (1 - gamma) mu_i + gamma z."""
-        point = self._point(z)
-        points = self.points[i]
-        at = next((k for k, (idx, vals) in enumerate(points)
-                   if np.array_equal(idx, point[0]) and (vals is None and point[1] is None
-                                                         or vals is not None and point[1] is not None
-                                                         and np.array_equal(vals, point[1]))), None)
+        idx, vals = self._point(z)
+        key = self._key(idx, vals)
+        at = self.known[i].get(key)
         alpha = self.alpha[i] * (1.0 - gamma)
         if at is None:
             lo, hi = self.problem.features.parts(i)
-            points.append(point)
-            self.losses[i].append(self._loss(lo, hi, point))
+            at = len(self.ends[i])
+            self.known[i][key] = at
+            if vals is not None or self.vals[i] is not None:
+                before = self.vals[i] if self.vals[i] is not None else np.ones(self.idx[i].shape[0])
+                self.vals[i] = np.concatenate([before, vals if vals is not None else np.ones(idx.shape[0])])
+            self.idx[i] = np.concatenate([self.idx[i], idx])
+            self.ends[i].append(self.idx[i].shape[0])
+            self.losses[i].append(self._loss(lo, hi, idx, vals))
             alpha = np.append(alpha, 0.0)
             self.avg[i] = np.append(self.avg[i], 0.0)
-            at = len(points) - 1
         alpha[at] += gamma
         self.alpha[i] = alpha
 
