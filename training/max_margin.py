@@ -188,7 +188,7 @@ class _ActiveSets:
     """Each example's marginals mu_i as a convex combination sum_k alpha_ik v_ik of points of its
     marginal polytope: the start (gold, or a warm start's mu_i) and the structures BCFW moved toward,
     each kept once as its non-zero parts.  An example's points lie end to end: ``idx[i]`` their int32
-    positions, ``ends[i]`` where each point's end, ``vals[i]`` their values (None while every value
+    positions, ``ends[i]`` where each point ends, ``vals[i]`` their values (None while every value
     is 1), and ``known[i]`` each point's number by its bytes, so that a structure found again is not
     kept twice.  ``alpha`` holds the iterate's weights, ``avg`` the weighted average's (BCFW-wAvg),
     ``losses`` each point's loss v_ik . e_i."""
