@@ -102,12 +102,17 @@ def open_bytes(source: str) -> IO[bytes]:
 
 def decode(data: bytes, source: str, encoding: str, first_line: int = 1) -> str:
     """Decode a file's bytes (or a piece of them starting on line ``first_line``); a failure names
-    the line and the ``--encoding`` option."""
+    the line and the ``--encoding`` option, or says that the file is a zip archive (a model file given
+    for a corpus) or gzip-compressed."""
     try:
         return data.decode(encoding)
     except LookupError:
         raise CorpusError(f"{source}: unknown encoding '{encoding}'") from None
     except UnicodeDecodeError as error:
+        if first_line == 1 and data.startswith(b"PK\x03\x04"):
+            raise CorpusError(f"{source}: a zip archive (such as an egnlp model file), not a corpus file") from None
+        if first_line == 1 and data.startswith(b"\x1f\x8b"):
+            raise CorpusError(f"{source}: gzip-compressed; decompress it first (gunzip)") from None
         line = data.count(b"\n", 0, error.start) + first_line
         raise CorpusError(
             f"{source}:{line}: not valid {encoding} (byte 0x{data[error.start]:02x}); "

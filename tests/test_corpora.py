@@ -251,6 +251,23 @@ def test_undecodable_bytes_name_line_encoding_and_option(tmp_path: Path) -> None
     assert read_conll(path, encoding="latin-1")[0].forms[2] == "caf\u00e9"
 
 
+def test_a_model_file_or_a_gzip_file_given_for_a_corpus_says_what_it_is(tmp_path: Path) -> None:
+    import gzip
+
+    import numpy as np
+
+    model = tmp_path / "model.npz"
+    np.savez(model, w=np.arange(300.0))
+    with pytest.raises(CorpusError) as caught:
+        read_conll(model)
+    assert str(caught.value) == f"{model}: a zip archive (such as an egnlp model file), not a corpus file"
+    packed = tmp_path / "x.conll.gz"
+    packed.write_bytes(gzip.compress(conll_text([conll_line(1, "A", 0)]).encode("utf-8")))
+    with pytest.raises(CorpusError) as caught:
+        read_conll(packed)
+    assert str(caught.value) == f"{packed}: gzip-compressed; decompress it first (gunzip)"
+
+
 @pytest.mark.parametrize("content", ["", "\n\n  \n"])
 def test_file_without_sentences(tmp_path: Path, content: str) -> None:
     path = tmp_path / "x.conll"
