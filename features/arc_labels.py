@@ -62,7 +62,7 @@ def feature_atoms(sentences, hasher: StringHasher | None = None) -> tuple[np.nda
     return feat_ptr, hasher.array(values) if values else np.zeros(0, dtype=np.int64)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # inlined: its calls pass many different literals, one compile each otherwise
 def _lkey(template, a, b, c, d):
     """Key of label template ``template`` over up to four atoms (unused atoms are 0); never 0."""
     k = combine(np.uint64(_T0 + template), a)

@@ -108,14 +108,14 @@ def check_saved_parser(parser: Parser, dev, tmp_path: Path, keys: str, templates
 
 
 def check_cli_model(tmp_path: Path, train_sentences, flag: str, passes: int) -> tuple[dict, str]:
-    """``parser train FLAG`` on ``train_sentences``, ``parser parse`` of 30 es test sentences (the heads
+    """``parser train FLAG`` on ``train_sentences``, ``parser parse`` of 15 es test sentences (the heads
     of :meth:`Parser.predict_heads`) and ``parser evaluate``; the model's ``model info`` (JSON, text);
     training with ``--tree non-projective`` fails in one line that names the flag, writing nothing."""
     model = tmp_path / "m.npz"
     train = tmp_path / "train.conll"
     test = tmp_path / "test.conll"
     write_conll(train, train_sentences)
-    write_conll(test, load_dataset("es", "test")[:30])
+    write_conll(test, load_dataset("es", "test")[:15])
     assert_ok(run("parser", "train", "--train", train, flag, "--passes", str(passes), "-o", model, "-q"))
     out = tmp_path / "pred.conll"
     assert_ok(run("parser", "parse", model, test, "-o", out, "-q"))

@@ -51,7 +51,7 @@ def test_a_tagging_data_set_cannot_train_a_parser(tmp_path: Path) -> None:
 def test_C_path_prints_the_table_and_keeps_the_best_C_on_dev(small: dict[str, Path]) -> None:
     out = small["folder"] / "path.npz"
     result = run("parser", "train", "--train", small["train"], "--dev", small["dev"], "--out", out,
-                 "--C-path", "100:0.5:3", "--passes", 30)
+                 "--C-path", "100:0.5:3", "--passes", 8)
     assert_ok(result)
     model = Parser.load(out)
     rows = model.info["C_path"]
@@ -75,7 +75,7 @@ def _report(result, out: Path) -> tuple[dict, list[dict]]:
 
 def test_bench_optimizers_writes_csv_plots_and_the_summary(tmp_path: Path) -> None:
     out = tmp_path / "opt"
-    result = run("bench", "optimizers", "--data", "es", "--limit", 20, "--C", 10, "--passes", 25,
+    result = run("bench", "optimizers", "--data", "es", "--limit", 12, "--C", 10, "--passes", 15,
                  "--trainers", "eg-ll,eg-ll/cyclic/fixed,lbfgs", "--out", out)
     summary, rows = _report(result, out)
     assert set(summary["runs"]) == {"eg-ll", "eg-ll/cyclic/fixed", "lbfgs"}

@@ -29,7 +29,7 @@ C = 1000.0
 
 @pytest.fixture(scope="module")
 def problem():
-    """Six short es training sentences (2 to 7 words): every trainer gets within 1e-6 in seconds."""
+    """Six short es training sentences (2 to 7 words): every trainer gets within 1e-5 in seconds."""
     sentences = [s for s in load_dataset("es", "train") if len(s) <= 8][:6]
     return build_parsing_problem(sentences, "single", cache_bytes=KEEP_ALL)[1]
 
@@ -80,25 +80,25 @@ def _dual_from_marginals(problem, m, C):
 
 @pytest.fixture(scope="module")
 def optimum_runs(problem):
-    """Every run to a relative gap below 1e-6: then any two primals (and any two duals) agree to 1e-6,
+    """Every run to a relative gap below 1e-5: then any two primals (and any two duals) agree to 1e-5,
     since each lies between the optimum and its own dual bound."""
     return {
-        "egr/paper": _fit_egr(problem, C=C, max_passes=20000, tol=9e-7, step="paper"),
-        "egr/adaptive": _fit_egr(problem, C=C, max_passes=5000, tol=1e-8, step="adaptive"),
-        "eg-mm": fit_eg_mm(problem, config=EGConfig(C=C, max_passes=4000, tol=9e-7, anneal=False)),
-        "bcfw": fit_bcfw(problem, config=BCFWConfig(C=C, max_passes=8000, tol=9e-7)),
+        "egr/paper": _fit_egr(problem, C=C, max_passes=8000, tol=9e-6, step="paper"),
+        "egr/adaptive": _fit_egr(problem, C=C, max_passes=2000, tol=1e-7, step="adaptive"),
+        "eg-mm": fit_eg_mm(problem, config=EGConfig(C=C, max_passes=1000, tol=9e-6, anneal=False)),
+        "bcfw": fit_bcfw(problem, config=BCFWConfig(C=C, max_passes=2000, tol=9e-6)),
     }
 
 
 def test_egr_primal_and_dual_converge_to_those_of_eg_mm_and_bcfw(optimum_runs):
     for name, run in optimum_runs.items():
-        assert run.converged and run.final.rel_gap < 1e-6, name
+        assert run.converged and run.final.rel_gap < 1e-5, name
     for name in ("egr/paper", "egr/adaptive"):
         mine = optimum_runs[name].final
         for other in ("eg-mm", "bcfw"):
             theirs = optimum_runs[other].final
-            assert mine.primal == pytest.approx(theirs.primal, rel=1e-6), (name, other)
-            assert mine.dual == pytest.approx(theirs.dual, rel=1e-6), (name, other)
+            assert mine.primal == pytest.approx(theirs.primal, rel=1e-5), (name, other)
+            assert mine.dual == pytest.approx(theirs.dual, rel=1e-5), (name, other)
     # the adaptive step needs far fewer iterations than the worst-case constant
     assert optimum_runs["egr/adaptive"].final.passes * 4 < optimum_runs["egr/paper"].final.passes
 

@@ -105,8 +105,8 @@ def test_the_convention_in_real_treebanks():
 
 @pytest.fixture(scope="module")
 def es_parsers():
-    train, dev = load_dataset("es", "train")[:300], load_dataset("es", "dev")[:60]
-    kw = dict(max_passes=3, labels=False, patience=None)
+    train, dev = load_dataset("es", "train")[:150], load_dataset("es", "dev")[:30]
+    kw = dict(max_passes=2, labels=False, patience=None)
     return (train_parser(train, dev, root="single", **kw)[0],
             train_parser(train, dev, root="single", final_on_root=False, **kw)[0])
 

@@ -142,8 +142,8 @@ def test_max_margin_trainers_agree_and_close_the_gap(es_short):
 
 
 def test_third_order_parser_saves_loads_and_parses_the_same(es_train, tmp_path):
-    dev = load_dataset("es", "dev")[:30]
-    parser, result = train_parser(es_train[:100], dev, root="single", grandparents=True, max_passes=3)
+    dev = load_dataset("es", "dev")[:15]
+    parser, result = train_parser(es_train[:40], dev, root="single", grandparents=True, max_passes=2)
     assert parser.order == 3 and parser.labeler is not None and parser.info["settings"]["grandparents"] is True
     assert parser.weights.size == (parser.featurizer.n_features + parser.siblings.n_features
                                    + parser.grand.n_features)
@@ -154,7 +154,7 @@ def test_third_order_parser_saves_loads_and_parses_the_same(es_train, tmp_path):
 
 
 def test_cli_trains_and_parses_with_grandparents(tmp_path, es_train):
-    info, text = check_cli_model(tmp_path, es_train[:100], "--grandparents", 2)
+    info, text = check_cli_model(tmp_path, es_train[:40], "--grandparents", 2)
     assert info["order"] == 3 and info["training"]["settings"]["grandparents"] is True
     assert 0 < info["features"]["grand_count"] < info["features"]["count"] - info["features"]["sibling_count"]
     assert "arcs, siblings and grandparents (third order)" in text

@@ -118,8 +118,8 @@ def _squares(offset: int, block: list[int]) -> list[int]:
 def test_training_jobs_2_records_and_trains_what_jobs_1_does(trainer: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The dev scores and the objectives of every pass, and the weights, are the same bits with two jobs."""
     monkeypatch.setattr(api, "DEV_JOBS_MIN_SENTENCES", MIN_ITEMS)  # the dev set goes to the workers too
-    train, dev = load_dataset("es", "train")[:150], load_dataset("es", "dev")[:2 * MIN_ITEMS]
-    runs = [train_parser(train, dev, root="single", trainer=trainer, labels=False, max_passes=3, jobs=jobs)
+    train, dev = load_dataset("es", "train")[:MIN_ITEMS + 16], load_dataset("es", "dev")[:2 * MIN_ITEMS]
+    runs = [train_parser(train, dev, root="single", trainer=trainer, labels=False, max_passes=2, jobs=jobs)
             for jobs in (1, 2)]
     (one, result_one), (two, result_two) = runs
     assert [r.as_dict() | {"seconds": 0} for r in result_two.records] == \
@@ -137,7 +137,7 @@ def test_dev_sentences_are_kept_before_the_workers_fork(siblings: bool, monkeypa
 
     monkeypatch.setattr(api, "DEV_JOBS_MIN_SENTENCES", MIN_ITEMS)
 
-    train, dev = load_dataset("es", "train")[:150], load_dataset("es", "dev")[:2 * MIN_ITEMS]
+    train, dev = load_dataset("es", "train")[:60], load_dataset("es", "dev")[:2 * MIN_ITEMS]
     featurizer, problem, _ = build_parsing_problem(train, "single", siblings=siblings)
     sib = problem.features.siblings if siblings else None
     w = np.random.default_rng(5).normal(size=problem.features.n_features)

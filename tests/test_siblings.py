@@ -158,17 +158,17 @@ def test_a_shared_cache_budget_keeps_sentences_and_changes_nothing(es_train):
     with multiprocessing.get_context("fork").Pool(1) as pool:  # a worker process keeps nothing
         assert pool.apply(CacheBudget(100).take, (1,)) is False
     assert CacheBudget(100).take(1) is True
-    dev = load_dataset("es", "dev")[:20]
+    dev = load_dataset("es", "dev")[:10]
     for siblings in (False, True):
-        a, _ = train_parser(es_train[:60], dev, root="single", siblings=siblings, max_passes=3, labels=False)
-        b, _ = train_parser(es_train[:60], dev, root="single", siblings=siblings, max_passes=3, labels=False,
+        a, _ = train_parser(es_train[:30], dev, root="single", siblings=siblings, max_passes=2, labels=False)
+        b, _ = train_parser(es_train[:30], dev, root="single", siblings=siblings, max_passes=2, labels=False,
                             cache_mb=64)
         np.testing.assert_array_equal(a.weights, b.weights)
     # without a dev set the training sentences take the dev's bytes by default: the same bits again
     assert cache_budget("bcfw", None, has_dev=False).room == DEV_CACHE_BYTES
     assert cache_budget("bcfw", None).room == 0 and cache_budget("egr", None).room == FEATURE_CACHE_BYTES
-    a, _ = train_parser(es_train[:60], root="single", max_passes=3)
-    b, _ = train_parser(es_train[:60], root="single", max_passes=3, cache_mb=0)
+    a, _ = train_parser(es_train[:30], root="single", max_passes=2)
+    b, _ = train_parser(es_train[:30], root="single", max_passes=2, cache_mb=0)
     np.testing.assert_array_equal(a.weights, b.weights)
     assert [s.lines() for s in a.parse(dev)] == [s.lines() for s in b.parse(dev)]  # the labelers too
     with pytest.raises(ValueError, match="at least 0"):
@@ -176,8 +176,8 @@ def test_a_shared_cache_budget_keeps_sentences_and_changes_nothing(es_train):
 
 
 def test_second_order_parser_saves_loads_and_parses_the_same(es_train, tmp_path):
-    dev = load_dataset("es", "dev")[:40]
-    parser, result = train_parser(es_train[:150], dev, root="single", siblings=True, max_passes=4)
+    dev = load_dataset("es", "dev")[:20]
+    parser, result = train_parser(es_train[:50], dev, root="single", siblings=True, max_passes=2)
     assert parser.order == 2 and parser.labeler is not None
     assert parser.weights.size == parser.featurizer.n_features + parser.siblings.n_features
     check_saved_parser(parser, dev, tmp_path, "sibling_keys", "sibling_templates",
@@ -187,7 +187,7 @@ def test_second_order_parser_saves_loads_and_parses_the_same(es_train, tmp_path)
 
 
 def test_cli_trains_and_parses_with_siblings(tmp_path, es_train):
-    info, text = check_cli_model(tmp_path, es_train[:120], "--siblings", 3)
+    info, text = check_cli_model(tmp_path, es_train[:50], "--siblings", 2)
     assert info["order"] == 2 and info["training"]["settings"]["siblings"] is True
     assert 0 < info["features"]["sibling_count"] < info["features"]["count"]
     assert info["features"]["grand_count"] is None

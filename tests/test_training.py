@@ -23,7 +23,7 @@ C = 10.0
 
 @pytest.fixture(scope="module")
 def problem():
-    return build_parsing_problem(load_dataset("es", "train")[:40], "single", cache_bytes=KEEP_ALL)[1]
+    return build_parsing_problem(load_dataset("es", "train")[:25], "single", cache_bytes=KEEP_ALL)[1]
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +168,7 @@ def test_warm_start_continues_from_the_given_dual_point(problem, converged):
 @pytest.mark.parametrize("settings", [{"anneal": True}, {"anneal": False, "revisit_max": 0},
                                       {"anneal": True, "order": "cyclic"}])
 def test_schedules_reach_the_same_optimum(problem, lbfgs_optimum, settings):
-    result = fit_eg_ll(problem, config=EGConfig(C=C, max_passes=300, tol=1e-5, **settings))
+    result = fit_eg_ll(problem, config=EGConfig(C=C, max_passes=300, tol=1e-4, **settings))
     assert result.converged and result.final.C == C
     assert log_linear_primal(problem, C * result.weights, C) == pytest.approx(lbfgs_optimum[0], rel=1e-4)
 
