@@ -221,7 +221,7 @@ def test_unique_best_tree_is_found(root):
 
 @pytest.mark.parametrize("root", ROOTS)
 def test_marginals_are_the_gradient_of_log_z(root):
-    n, size, eps = 5, 6, 1e-5
+    size, eps = 6, 1e-5
     rng = np.random.default_rng(3 + ROOTS.index(root))
     theta, G = random_scores(rng, size, "normal")
     _, mu_sib, mu_grand = grand_marginals(theta, G, size, root)
@@ -303,7 +303,7 @@ def test_no_grandparent_scores_match_eisner2(n, root):
 def test_grandparent_scores_of_the_arc_alone_move_into_the_sibling_parts(root):
     """G[g, h, m] = a[h, m] for every g adds a[h, m] to the arc h -> m (h >= 1): eisner2 with a[h, m]
     added to the arc's sibling parts."""
-    n, size = 12, 13
+    size = 13
     rng = np.random.default_rng(9 + ROOTS.index(root))
     theta, _ = random_scores(rng, size, "normal")
     a = rng.normal(scale=2.0, size=(size, size))
