@@ -36,6 +36,7 @@ import pytest
 import typer
 
 from cli_helpers import assert_ok, error_line, run, usage_line
+from text_blocks import blocks
 from egnlp import console
 from egnlp.cli import app
 from egnlp.corpora import detect_format, load_dataset, parse_conll, parse_corpus, read_conll, read_corpus, write_conll
@@ -54,11 +55,6 @@ PASS_LINE = re.compile(r"^\s*\d+\s+\d+\.\d+\s")  # a per-pass progress line: pas
 def nltk_bytes(resource: str) -> bytes:
     with nltk.data.find(resource).open() as handle:
         return handle.read()
-
-
-def blocks(text: str, first: int, count: int) -> str:
-    """Sentences ``first`` .. ``first + count - 1`` of blank-line-separated text."""
-    return "\n\n".join(text.strip("\n").split("\n\n")[first:first + count]) + "\n\n"
 
 
 @pytest.fixture(scope="module")

@@ -31,6 +31,8 @@ from egnlp.corpora import (
     write_conll,
 )
 
+from text_blocks import blocks
+
 SAMPLE_CONLLU = Path(__file__).parent / "data" / "sample.conllu"
 
 
@@ -71,7 +73,7 @@ def conll_text(*sentences: list[str]) -> str:
 
 def test_spanish_conllx_round_trip(tmp_path: Path) -> None:
     text = nltk_bytes("corpora/conll2007/esp.train").decode("utf-8")
-    head = "".join(block + "\n\n" for block in text.split("\n\n")[:200])
+    head = blocks(text, 0, 200)
     source = tmp_path / "esp200.conll"
     source.write_bytes(head.encode("utf-8"))
 

@@ -19,6 +19,7 @@ from egnlp.console import DecodingProgress
 from egnlp.corpora.formats import parse_as
 from egnlp.inputs import read_sentences, text_pieces
 from tests.cli_helpers import assert_ok, error_line, run
+from tests.text_blocks import blocks
 
 UD_DEV = Path(os.environ["EGNLP_UD_DIR"]) / "pt_bosque-ud-dev.conllu"
 
@@ -37,9 +38,8 @@ def rows_and_lines(sentences):
 @pytest.fixture(scope="module")
 def dev_head(tmp_path_factory) -> Path:
     """The first 300 sentences of UD_DEV, byte for byte (about 450 KB)."""
-    text = UD_DEV.read_text(encoding="utf-8")
     path = tmp_path_factory.mktemp("head") / "pt_bosque-dev-head.conllu"
-    path.write_text("".join(block + "\n\n" for block in text.split("\n\n")[:300]), encoding="utf-8")
+    path.write_text(blocks(UD_DEV.read_text(encoding="utf-8"), 0, 300), encoding="utf-8")
     return path
 
 

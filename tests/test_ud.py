@@ -13,6 +13,7 @@ import pytest
 from egnlp.corpora import read_conll
 
 from cli_helpers import assert_ok, run
+from text_blocks import blocks
 
 UD = Path(os.environ["EGNLP_UD_DIR"])
 
@@ -27,15 +28,11 @@ def _udvalidate(path: Path, lang: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("prefix, lang", [("pt_bosque-ud", "pt"), ("nl_alpino-ud", "nl")])
 def test_parsed_ud_files_pass_the_validator(tmp_path: Path, prefix: str, lang: str) -> None:
     train = tmp_path / "train.conllu"
-    train.write_text("".join(block + "\n\n" for block in
-                             (UD / f"{prefix}-test.conllu").read_text(encoding="utf-8").split("\n\n")[:200]),
-                     encoding="utf-8")
+    train.write_text(blocks((UD / f"{prefix}-test.conllu").read_text(encoding="utf-8"), 0, 200), encoding="utf-8")
     model = tmp_path / "ud.npz"
     assert_ok(run("parser", "train", "--train", train, "--out", model, "--passes", 2, "--tree", "auto"))
-    gold_path = tmp_path / "dev.conllu"  # the first 500 dev sentences, byte for byte
-    gold_path.write_text("".join(block + "\n\n" for block in
-                                 (UD / f"{prefix}-dev.conllu").read_text(encoding="utf-8").split("\n\n")[:500]),
-                         encoding="utf-8")
+    gold_path = tmp_path / "dev.conllu"  # the first 500 dev sentences
+    gold_path.write_text(blocks((UD / f"{prefix}-dev.conllu").read_text(encoding="utf-8"), 0, 500), encoding="utf-8")
     pred_path = tmp_path / "pred.conllu"
     assert_ok(run("parser", "parse", model, gold_path, "-o", pred_path))
     checked = _udvalidate(pred_path, lang)
