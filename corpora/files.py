@@ -102,8 +102,9 @@ def open_bytes(source: str) -> IO[bytes]:
 
 def decode(data: bytes, source: str, encoding: str, first_line: int = 1) -> str:
     """Decode a file's bytes (or a piece of them starting on line ``first_line``); a failure names
-    the line and the ``--encoding`` option, or says that the file is a zip archive (a model file given
-    for a corpus) or gzip-compressed."""
+    the line and the ``--encoding`` option, or says what the file is instead: a zip archive (a model
+    file given for a corpus), gzip-compressed, UTF-16 text, or binary (NUL bytes: no UTF-8 or
+    8-bit text has them)."""
     try:
         return data.decode(encoding)
     except LookupError:
@@ -113,6 +114,14 @@ def decode(data: bytes, source: str, encoding: str, first_line: int = 1) -> str:
             raise CorpusError(f"{source}: a zip archive (such as an egnlp model file), not a corpus file") from None
         if first_line == 1 and data.startswith(b"\x1f\x8b"):
             raise CorpusError(f"{source}: gzip-compressed; decompress it first (gunzip)") from None
+        if first_line == 1 and data.startswith((b"\xff\xfe", b"\xfe\xff")):
+            raise CorpusError(f"{source}: UTF-16 text (it starts with a UTF-16 byte order mark); "
+                              "pass --encoding utf-16") from None
+        nul = data.find(b"\x00")
+        if nul >= 0:
+            line = data.count(b"\n", 0, nul) + first_line
+            raise CorpusError(f"{source}:{line}: a NUL byte: a binary file, not a corpus file, or UTF-16 text "
+                              "without a byte order mark (pass --encoding utf-16-le or utf-16-be)") from None
         line = data.count(b"\n", 0, error.start) + first_line
         raise CorpusError(
             f"{source}:{line}: not valid {encoding} (byte 0x{data[error.start]:02x}); "

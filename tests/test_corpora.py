@@ -270,6 +270,28 @@ def test_a_model_file_or_a_gzip_file_given_for_a_corpus_says_what_it_is(tmp_path
     assert str(caught.value) == f"{packed}: gzip-compressed; decompress it first (gunzip)"
 
 
+def test_utf16_and_binary_files_say_what_they_are(tmp_path: Path) -> None:
+    """A UTF-16 file (as Windows editors save "Unicode") names the --encoding that reads it; bytes with NULs
+    that are not UTF-16 text (an executable) are called binary, not text in another 8-bit encoding."""
+    text = conll_text([conll_line(1, "caf\u00e9", 0), conll_line(2, "X", 1)])
+    wide = tmp_path / "wide.conll"
+    wide.write_text(text, encoding="utf-16")
+    with pytest.raises(CorpusError) as caught:
+        read_conll(wide)
+    assert str(caught.value) == f"{wide}: UTF-16 text (it starts with a UTF-16 byte order mark); pass --encoding utf-16"
+    assert read_conll(wide, encoding="utf-16")[0].forms == ["caf\u00e9", "X"]
+    no_bom = tmp_path / "no_bom.conll"
+    no_bom.write_bytes(text.encode("utf-16-le"))
+    with pytest.raises(CorpusError, match=r"no_bom.conll:1: a NUL byte: a binary file, not a corpus file, or UTF-16 "
+                                          r"text without a byte order mark \(pass --encoding utf-16-le or utf-16-be\)$"):
+        read_conll(no_bom)
+    assert read_conll(no_bom, encoding="utf-16-le")[0].forms == ["caf\u00e9", "X"]
+    binary = tmp_path / "binary.conll"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(9) + b"\n\xd0\xff")
+    with pytest.raises(CorpusError, match=r"binary.conll:1: a NUL byte: a binary file, not a corpus file"):
+        read_conll(binary)
+
+
 @pytest.mark.parametrize("content", ["", "\n\n  \n"])
 def test_file_without_sentences(tmp_path: Path, content: str) -> None:
     path = tmp_path / "x.conll"
