@@ -192,7 +192,7 @@ class _ActiveSets:
     """Each example's marginals mu_i as a convex combination sum_k alpha_ik v_ik of points of its
     marginal polytope: the start (gold, or a warm start's mu_i) and the structures BCFW moved toward,
     each kept once as its non-zero parts.  An example's points lie end to end: ``idx[i]`` their int32
-    positions, ``ends[i]`` where each point ends, ``vals[i]`` their values (None while every value
+    positions, ``sizes[i]`` each point's number of them, ``vals[i]`` their values (None while every value
     is 1), and ``known[i]`` each point's number by its bytes, so that a structure found again is not
     kept twice.  ``alpha`` holds the iterate's weights, ``avg`` the weighted average's (BCFW-wAvg),
     ``losses`` each point's loss v_ik . e_i."""
@@ -200,7 +200,7 @@ class _ActiveSets:
     def __init__(self, problem: StructuredProblem, start_mu: np.ndarray | None):
         self.problem = problem
         self.idx: list[np.ndarray] = []
-        self.ends: list[list[int]] = []
+        self.sizes: list[list[int]] = []
         self.vals: list[np.ndarray | None] = []
         self.known: list[dict[bytes, int]] = []
         self.losses: list[list[float]] = []
@@ -209,7 +209,7 @@ class _ActiveSets:
             lo, hi = pf.parts(i)
             idx, vals = self._point(problem.gold[lo:hi] if start_mu is None else start_mu[lo:hi])
             self.idx.append(idx)
-            self.ends.append([idx.shape[0]])
+            self.sizes.append([idx.shape[0]])
             self.vals.append(vals)
             self.known.append({self._key(idx, vals): 0})
             self.losses.append([self._loss(lo, hi, idx, vals)])
@@ -236,10 +236,8 @@ class _ActiveSets:
         One bincount over the points' entries in order: each part's sum takes its terms in the
         order of the points, from 0, as adding point after point would."""
         lo, hi = self.problem.features.parts(i)
-        k = weights.shape[0]
-        ends = self.ends[i]
-        used = ends[k - 1]
-        terms = np.repeat(weights, np.diff(ends[:k], prepend=0))
+        terms = np.repeat(weights, self.sizes[i][:weights.shape[0]])
+        used = terms.shape[0]
         vals = self.vals[i]
         if vals is not None:
             terms *= vals[:used]
@@ -253,13 +251,13 @@ class _ActiveSets:
         alpha = self.alpha[i] * (1.0 - gamma)
         if at is None:
             lo, hi = self.problem.features.parts(i)
-            at = len(self.ends[i])
+            at = len(self.sizes[i])
             self.known[i][key] = at
             if vals is not None or self.vals[i] is not None:
                 before = self.vals[i] if self.vals[i] is not None else np.ones(self.idx[i].shape[0])
                 self.vals[i] = np.concatenate([before, vals if vals is not None else np.ones(idx.shape[0])])
             self.idx[i] = np.concatenate([self.idx[i], idx])
-            self.ends[i].append(self.idx[i].shape[0])
+            self.sizes[i].append(idx.shape[0])
             self.losses[i].append(self._loss(lo, hi, idx, vals))
             alpha = np.append(alpha, 0.0)
             self.avg[i] = np.append(self.avg[i], 0.0)
