@@ -100,6 +100,14 @@ def open_bytes(source: str) -> IO[bytes]:
         raise CorpusError(f"{source}: cannot read ({error.strerror})") from None
 
 
+# What a file that does not decode is instead, by its first bytes.
+_NOT_TEXT = (
+    ((b"PK\x03\x04",), "a zip archive (such as an egnlp model file), not a corpus file"),
+    ((b"\x1f\x8b",), "gzip-compressed; decompress it first (gunzip)"),
+    ((b"\xff\xfe", b"\xfe\xff"), "UTF-16 text (it starts with a UTF-16 byte order mark); pass --encoding utf-16"),
+)
+
+
 def decode(data: bytes, source: str, encoding: str, first_line: int = 1) -> str:
     """Decode a file's bytes (or a piece of them starting on line ``first_line``); a failure names
     the line and the ``--encoding`` option, or says what the file is instead: a zip archive (a model
@@ -110,13 +118,9 @@ def decode(data: bytes, source: str, encoding: str, first_line: int = 1) -> str:
     except LookupError:
         raise CorpusError(f"{source}: unknown encoding '{encoding}'") from None
     except UnicodeDecodeError as error:
-        if first_line == 1 and data.startswith(b"PK\x03\x04"):
-            raise CorpusError(f"{source}: a zip archive (such as an egnlp model file), not a corpus file") from None
-        if first_line == 1 and data.startswith(b"\x1f\x8b"):
-            raise CorpusError(f"{source}: gzip-compressed; decompress it first (gunzip)") from None
-        if first_line == 1 and data.startswith((b"\xff\xfe", b"\xfe\xff")):
-            raise CorpusError(f"{source}: UTF-16 text (it starts with a UTF-16 byte order mark); "
-                              "pass --encoding utf-16") from None
+        for magic, what in _NOT_TEXT if first_line == 1 else ():
+            if data.startswith(magic):
+                raise CorpusError(f"{source}: {what}") from None
         nul = data.find(b"\x00")
         if nul >= 0:
             line = data.count(b"\n", 0, nul) + first_line

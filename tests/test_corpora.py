@@ -278,7 +278,8 @@ def test_utf16_and_binary_files_say_what_they_are(tmp_path: Path) -> None:
     wide.write_text(text, encoding="utf-16")
     with pytest.raises(CorpusError) as caught:
         read_conll(wide)
-    assert str(caught.value) == f"{wide}: UTF-16 text (it starts with a UTF-16 byte order mark); pass --encoding utf-16"
+    assert str(caught.value) == \
+        f"{wide}: UTF-16 text (it starts with a UTF-16 byte order mark); pass --encoding utf-16"
     assert read_conll(wide, encoding="utf-16")[0].forms == ["caf\u00e9", "X"]
     no_bom = tmp_path / "no_bom.conll"
     no_bom.write_bytes(text.encode("utf-16-le"))
