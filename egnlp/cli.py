@@ -20,7 +20,7 @@ import typer
 
 from egnlp import __version__
 from egnlp.console import (AnnealOption, DecodingProgress, OrderOption, DASK_TRAINER, EG_PASSES, EG_TOL, FORMAT_HELP, PARSER_C, PARSER_PASSES,
-                           PARSER_PATIENCE, PARSER_TRAINER, USER_ERRORS, DaskOption, DataOption,
+                           PARSER_PASSES_HIGHER, PARSER_PATIENCE, PARSER_TRAINER, USER_ERRORS, DaskOption, DataOption,
                            DevOption, EncodingOption, JobsOption, JsonOption, MaxSecondsOption, ModelOut, QuietOption,
                            SaveOnInterruptOption, SeedOption, Split, TextOut, TrainerName, TrainingProgress,
                            TrainOption, TreeFormat, dataset_names, fail, interrupted, model_file, new_app, note, write_output_pieces,
@@ -153,7 +153,8 @@ def parser_train(
     C_path: Optional[str] = typer.Option(None, "--C-path", help="START:FACTOR:COUNT, e.g. 1000:0.7:21: train a "
                                          "warm-started path of C values, print a table, keep the best on dev."),
     passes: Optional[int] = typer.Option(None, "--passes", help="Pass limit.",
-                                         show_default=f"{PARSER_PASSES} for {PARSER_TRAINER}, {EG_PASSES} for EG, "
+                                         show_default=f"{PARSER_PASSES} for {PARSER_TRAINER} ({PARSER_PASSES_HIGHER} with "
+                                                      f"--siblings or --grandparents), {EG_PASSES} for EG, "
                                                       "else the trainer's"),
     tol: Optional[float] = typer.Option(None, "--tol", help="Stop when the relative duality gap is below this.",
                                         show_default=f"{EG_TOL:g} for EG, else the trainer's"),
@@ -269,7 +270,7 @@ def parser_train(
         # Check the settings against the trainer before reading any data.
         spec = get_trainer(trainer_name)
         if Cs is None and dask is None:
-            settings = parser_settings(trainer_name, settings)
+            settings = parser_settings(trainer_name, settings, first_order=not siblings)
         default_c = PARSER_C[spec.objective]
         config = make_config(spec, **{**settings, **trainer_settings(C=Cs[0] if Cs else C or default_c,
                                                                      tol=tol)})

@@ -50,7 +50,8 @@ USER_ERRORS = (CorpusError, ModelError, ValueError, OSError)
 # Written here because the modules that define them load every kernel; tests/test_cli_conventions.py
 # keeps each equal to the code's own.
 PARSER_TRAINER = "bcfw"  # egnlp.api.DEFAULT_PARSER_TRAINER
-PARSER_PASSES = 12  # egnlp.api.DEFAULT_PARSER_SETTINGS
+PARSER_PASSES = 8  # egnlp.api.FIRST_ORDER_SETTINGS
+PARSER_PASSES_HIGHER = 12  # egnlp.api.DEFAULT_PARSER_SETTINGS: second and third order
 PARSER_PATIENCE = 3  # egnlp.api.DEFAULT_PATIENCE, for egnlp.api.ONLINE_TRAINERS
 DASK_TRAINER = "eg-mm"  # parser train --dask without --trainer (egnlp.distributed.DASK_TRAINERS)
 PARSER_C = {"mm": 30.0, "ll": 20.0}  # egnlp.api.DEFAULT_PARSER_C

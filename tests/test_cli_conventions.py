@@ -168,13 +168,15 @@ def test_help_shows_every_default_choice_and_whole_help_text(path: tuple[str, ..
 
 
 def test_help_defaults_are_the_code_defaults() -> None:
-    from egnlp.api import DEFAULT_PARSER_C, DEFAULT_PARSER_SETTINGS, DEFAULT_PARSER_TRAINER, DEFAULT_PATIENCE
+    from egnlp.api import (DEFAULT_PARSER_C, DEFAULT_PARSER_SETTINGS, DEFAULT_PARSER_TRAINER, DEFAULT_PATIENCE,
+                           FIRST_ORDER_SETTINGS)
     from egnlp.distributed import DASK_TRAINERS
     from egnlp.tagging import DEFAULT_C, DEFAULT_SIGMA2, MAXENT_DEFAULTS, train_maxent_tagger
     from egnlp.training.eg import EGConfig
 
     assert console.PARSER_TRAINER == DEFAULT_PARSER_TRAINER and console.PARSER_C == DEFAULT_PARSER_C
-    assert console.PARSER_PASSES == DEFAULT_PARSER_SETTINGS[DEFAULT_PARSER_TRAINER]["max_passes"]
+    assert console.PARSER_PASSES == FIRST_ORDER_SETTINGS[DEFAULT_PARSER_TRAINER]["max_passes"]
+    assert console.PARSER_PASSES_HIGHER == DEFAULT_PARSER_SETTINGS[DEFAULT_PARSER_TRAINER]["max_passes"]
     assert console.PARSER_PATIENCE == DEFAULT_PATIENCE and console.DASK_TRAINER == DASK_TRAINERS[0]
     assert (console.EG_PASSES, console.EG_TOL) == (EGConfig.max_passes, EGConfig.tol)
     assert console.CRF_C == DEFAULT_C and console.MAXENT_SIGMA2 == DEFAULT_SIGMA2
@@ -182,7 +184,8 @@ def test_help_defaults_are_the_code_defaults() -> None:
     assert {"max_passes": console.MAXENT_PASSES, "tol": console.MAXENT_TOL} == MAXENT_DEFAULTS
     shown = flat(run("parser", "train", "--help").stdout)
     assert flat(f"[default: ({DEFAULT_PARSER_C['mm']:g} for max-margin trainers, {DEFAULT_PARSER_C['ll']:g}") in shown
-    assert flat(f"Pass limit. [default: ({console.PARSER_PASSES} for {DEFAULT_PARSER_TRAINER}, "
+    assert flat(f"Pass limit. [default: ({console.PARSER_PASSES} for {DEFAULT_PARSER_TRAINER} "
+                f"({console.PARSER_PASSES_HIGHER} with --siblings or --grandparents), "
                 f"{EGConfig.max_passes} for EG") in shown
 
 
