@@ -37,7 +37,7 @@ from egnlp.training.registry import MAXENT, check_settings, get_trainer, make_co
 # The parser's defaults, chosen on dev.  The max-margin objective at C = 100 (the best C of
 # Collins et al. 2008, Sec. 8, for max-margin parsing; 30 since, below) against the log-linear one at C = 20
 # (the best of a warm-started sweep on es dev): dev UAS 80.90 against 80.14 on es, 88.76 against 87.1 on wsj.
-# Its default trainer is BCFW with the weighted average of its iterates, 15 passes: on es it reaches
+# Its default trainer is BCFW with the weighted average of its iterates (the pass limits below): on es it reaches
 # the dev UAS that max-margin EG reaches after 30 to 60 passes (81.25 at pass 13 against EG's best of
 # 81.09), so a default run costs a fraction of EG's CPU time (docs/accuracy.md); EG stays one option
 # away (--trainer eg-mm).
