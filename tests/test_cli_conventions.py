@@ -169,7 +169,7 @@ def test_help_shows_every_default_choice_and_whole_help_text(path: tuple[str, ..
 
 def test_help_defaults_are_the_code_defaults() -> None:
     from egnlp.api import (DEFAULT_PARSER_C, DEFAULT_PARSER_SETTINGS, DEFAULT_PARSER_TRAINER, DEFAULT_PATIENCE,
-                           FIRST_ORDER_SETTINGS)
+                           FIRST_ORDER_SETTINGS, parser_settings)
     from egnlp.distributed import DASK_TRAINERS
     from egnlp.tagging import DEFAULT_C, DEFAULT_SIGMA2, MAXENT_DEFAULTS, train_maxent_tagger
     from egnlp.training.eg import EGConfig
@@ -177,6 +177,10 @@ def test_help_defaults_are_the_code_defaults() -> None:
     assert console.PARSER_TRAINER == DEFAULT_PARSER_TRAINER and console.PARSER_C == DEFAULT_PARSER_C
     assert console.PARSER_PASSES == FIRST_ORDER_SETTINGS[DEFAULT_PARSER_TRAINER]["max_passes"]
     assert console.PARSER_PASSES_HIGHER == DEFAULT_PARSER_SETTINGS[DEFAULT_PARSER_TRAINER]["max_passes"]
+    # a first-order model takes its own pass limit, a higher-order one the trainer's, the caller's over both
+    assert parser_settings(DEFAULT_PARSER_TRAINER, {})["max_passes"] == console.PARSER_PASSES
+    assert parser_settings(DEFAULT_PARSER_TRAINER, {}, first_order=False)["max_passes"] == console.PARSER_PASSES_HIGHER
+    assert parser_settings(DEFAULT_PARSER_TRAINER, {"max_passes": 3})["max_passes"] == 3
     assert console.PARSER_PATIENCE == DEFAULT_PATIENCE and console.DASK_TRAINER == DASK_TRAINERS[0]
     assert (console.EG_PASSES, console.EG_TOL) == (EGConfig.max_passes, EGConfig.tol)
     assert console.CRF_C == DEFAULT_C and console.MAXENT_SIGMA2 == DEFAULT_SIGMA2
