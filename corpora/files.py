@@ -462,8 +462,9 @@ def _read_meta(member: bytes) -> dict[str, Any]:
 
 def _check_checksum(data: bytes, path: str) -> None:
     """Check the archive comment of a model file against the SHA-256 of the bytes before it."""
-    body, digest = data[:-CHECKSUM_LENGTH], data[-CHECKSUM_LENGTH:]
-    if not body.endswith(CHECKSUM_MARK):
+    end = len(data) - CHECKSUM_LENGTH
+    body, digest = memoryview(data)[:end], data[end:]  # a view: no copy of the whole file
+    if not data.endswith(CHECKSUM_MARK, 0, end):
         raise ModelError(f"{path}: model file without its checksum (changed after it was written?)")
     if hashlib.sha256(body).hexdigest().encode("ascii") != digest:
         raise ModelError(f"{path}: checksum mismatch: the model file was changed or damaged after it was written")

@@ -635,12 +635,10 @@ class ArcFeaturizer:
         if self._score_lookup is None:
             cache_keys, cache_vals = new_cache()
             if self.mode == "alphabet":
-                table = self.table
-                packed = packed_rows(self.keys.size, self.codes)
-                vals = np.full(table.table_keys.shape[0], -1, dtype=np.int64)
-                used = table.table_keys != 0
-                vals[used] = packed[table.table_vals[used]]
-                self._score_lookup = KeyLookup(table.table_keys, vals, _NO_IDMAP, 0, cache_keys, cache_vals)
+                # a table of its own, filled with the packed ids directly (parsing never needs the rows)
+                table = KeyTable(self.keys, packed_rows(self.keys.size, self.codes))
+                self._score_lookup = KeyLookup(table.table_keys, table.table_vals, _NO_IDMAP, 0, cache_keys,
+                                               cache_vals)
             else:
                 empty_keys, empty_vals = np.zeros(16, dtype=np.uint64), np.zeros(16, dtype=np.int64)
                 self._score_lookup = KeyLookup(empty_keys, empty_vals, _NO_IDMAP, self.hash_bits, cache_keys,

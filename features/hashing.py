@@ -73,11 +73,11 @@ def _table_slot(table_keys, key):
 
 
 @njit(cache=True)
-def _table_fill(table_keys, table_vals, keys):
+def _table_fill(table_keys, table_vals, keys, values):
     for i in range(keys.shape[0]):
         slot = _table_slot(table_keys, keys[i])
         table_keys[slot] = keys[i]
-        table_vals[slot] = i
+        table_vals[slot] = values[i]
 
 
 @njit(cache=True)
@@ -115,21 +115,26 @@ def cached_lookup(table_keys, table_vals, cache_keys, cache_vals, key):
 
 
 class KeyTable:
-    """An open-addressing hash table from uint64 keys to their rank in ``keys``.
+    """An open-addressing hash table from uint64 keys to their rank in ``keys`` (feature id ``i`` is
+    ``keys[i]``), or to ``values[i]`` when values are given.
 
-    ``keys`` must be unique and non-zero; feature id ``i`` is ``keys[i]``.
+    ``keys`` must be unique and non-zero.
     """
 
-    def __init__(self, keys: np.ndarray) -> None:
+    def __init__(self, keys: np.ndarray, values: np.ndarray | None = None) -> None:
         keys = np.ascontiguousarray(keys, dtype=np.uint64)
         if keys.size and (keys == 0).any():
             raise ValueError("feature keys must be non-zero")
+        values = (np.arange(keys.size, dtype=np.int64) if values is None
+                  else np.ascontiguousarray(values, dtype=np.int64))
+        if values.shape != keys.shape:
+            raise ValueError(f"{values.size} values for {keys.size} keys")
         self.keys = keys
         capacity = 1 << max(4, int(2 * max(keys.size, 1) - 1).bit_length())
         self.table_keys = np.zeros(capacity, dtype=np.uint64)
         # A value is read only where its key matched (table_lookup), so empty slots need none.
         self.table_vals = np.empty(capacity, dtype=np.int64)
-        _table_fill(self.table_keys, self.table_vals, keys)
+        _table_fill(self.table_keys, self.table_vals, keys, values)
 
     def __len__(self) -> int:
         return int(self.keys.size)

@@ -35,6 +35,13 @@ def test_key_table_finds_every_key_and_only_those():
     assert table_lookup(table.table_keys, table.table_vals, absent) == -1
     with pytest.raises(ValueError):
         KeyTable(np.array([0, 5], dtype=np.uint64))
+    # given values, a key maps to its value instead of its rank (the direct scorer's packed ids)
+    values = rng.integers(-1, 2**40, size=keys.size)
+    valued = KeyTable(keys, values)
+    assert all(table_lookup(valued.table_keys, valued.table_vals, keys[i]) == values[i] for i in range(keys.size))
+    assert table_lookup(valued.table_keys, valued.table_vals, absent) == -1
+    with pytest.raises(ValueError, match="values for"):
+        KeyTable(keys, values[1:])
 
 
 def _joined(sentences):
