@@ -19,12 +19,13 @@ from typing import Annotated, Optional
 import typer
 
 from egnlp import __version__
-from egnlp.console import (AnnealOption, DecodingProgress, OrderOption, DASK_TRAINER, EG_PASSES, EG_TOL, FORMAT_HELP, PARSER_C, PARSER_PASSES,
-                           PARSER_PASSES_HIGHER, PARSER_PATIENCE, PARSER_TRAINER, USER_ERRORS, DaskOption, DataOption,
-                           DevOption, EncodingOption, JobsOption, JsonOption, MaxSecondsOption, ModelOut, QuietOption,
-                           SaveOnInterruptOption, SeedOption, Split, TextOut, TrainerName, TrainingProgress,
-                           TrainOption, TreeFormat, dataset_names, fail, interrupted, model_file, new_app, note, write_output_pieces,
-                           at_least_one, at_least_zero, output_name, print_json, progress_printer, write_output)
+from egnlp.console import (AnnealOption, DecodingProgress, OrderOption, DASK_TRAINER, EG_PASSES, EG_TOL, FORMAT_HELP,
+                           PARSER_C, PARSER_PASSES, PARSER_PASSES_HIGHER, PARSER_PATIENCE, PARSER_TRAINER,
+                           USER_ERRORS, DaskOption, DataOption, DevOption, EncodingOption, JobsOption, JsonOption,
+                           MaxSecondsOption, ModelOut, QuietOption, SaveOnInterruptOption, SeedOption, Split, TextOut,
+                           TrainerName, TrainingProgress, TrainOption, TreeFormat, dataset_names, fail, interrupted,
+                           model_file, new_app, note, write_output_pieces, at_least_one, at_least_zero, output_name,
+                           print_json, progress_printer, own_collector, start_up, write_output)
 from egnlp.tagger_cli import parse_text_command, tagger_app
 
 # One BLAS thread per process, set before any command imports NumPy (the user's own setting wins).
@@ -361,13 +362,17 @@ def parser_parse(
 
     The output has the input's columns (CoNLL-X for Malt-TAB input).
     """
-    from egnlp.corpora import format_conll
-    from egnlp.inputs import read_sentences, text_pieces
-    from egnlp.parser.model import Parser
+    with start_up():  # the imports and the model, out of the garbage collector's way
+        from egnlp.corpora import format_conll
+        from egnlp.inputs import read_sentences, text_pieces
+        from egnlp.parser.model import Parser
 
+        try:
+            parser = Parser.load(model_file(model, "MODEL"))
+        except USER_ERRORS as exc:
+            fail(str(exc))
     count = 0
     try:
-        parser = Parser.load(model_file(model, "MODEL"))
         start = time.perf_counter()
         if dask is not None:
             from egnlp.distributed import dask_client, parse_on_cluster
@@ -733,6 +738,7 @@ def model_info_command(
 
 def main() -> None:
     """The ``egnlp`` program: the commands, then the end of the process."""
+    own_collector()  # see egnlp.console.start_up
     try:
         app()
     except KeyboardInterrupt:  # Ctrl-C outside a command (the commands end it themselves): one line, no traceback

@@ -141,7 +141,7 @@ def render_svg(sentence: Sentence, pred: Sentence | None = None, *, title: str |
                       f'markerHeight="{ARROW}" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="{colour}"/></marker>\n'
                       for name, colour in (("ok", "#124"), ("wrong", "#d11")))
             + "</defs>\n"
-            f'<rect width="100%" height="100%" fill="#fff"/>\n'
+            '<rect width="100%" height="100%" fill="#fff"/>\n'
             + "".join(body) + "</svg>\n")
 
 

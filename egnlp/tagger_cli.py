@@ -28,7 +28,7 @@ from egnlp.console import (AnnealOption, DecodingProgress, OrderOption, CRF_C, C
                            JobsOption, JsonOption, MaxSecondsOption, ModelKind, ModelOut, OutputFormat,
                            QuietOption, SaveOnInterruptOption, SeedOption, TaggedFormat, TaggerTrainerName, TextOut,
                            TrainingProgress, TrainOption, fail, interrupted, model_file, new_app, note, print_json,
-                           report_counts, report_rate, write_output, write_output_pieces)
+                           report_counts, report_rate, start_up, write_output, write_output_pieces)
 
 __all__ = ["parse_text_command", "tagger_app"]
 
@@ -203,15 +203,19 @@ def tagger_tag(
     quiet: QuietOption = False,
 ) -> None:
     """Tag raw text or a corpus file with a POS tagger or chunker."""
-    from egnlp.corpora import format_conll, parse_corpus
-    from egnlp.corpora.formats import CONLL2000, TEXT
-    from egnlp.corpora.tagging import check_tags, format_conll2000, slash_text
-    from egnlp.inputs import TAGGED_FORMATS, text_pieces
-    from egnlp.tagger.model import Tagger
+    with start_up():  # the imports and the models, out of the garbage collector's way
+        from egnlp.corpora import format_conll, parse_corpus
+        from egnlp.corpora.formats import CONLL2000, TEXT
+        from egnlp.corpora.tagging import check_tags, format_conll2000, slash_text
+        from egnlp.inputs import TAGGED_FORMATS, text_pieces
+        from egnlp.tagger.model import Tagger
 
+        try:
+            tagger = Tagger.load(model_file(model, "MODEL"))
+            pos_model = Tagger.load(model_file(pos_tagger, "--pos-tagger")) if pos_tagger is not None else None
+        except USER_ERRORS as exc:
+            fail(str(exc))
     try:
-        tagger = Tagger.load(model_file(model, "MODEL"))
-        pos_model = Tagger.load(model_file(pos_tagger, "--pos-tagger")) if pos_tagger is not None else None
         if pos_model is not None:
             if not tagger.use_pos:
                 raise ValueError("--pos-tagger goes with a chunker; this model reads words only")
@@ -369,18 +373,22 @@ def parse_text_command(
     XPOS or both); FORM and '# text' keep the text's characters, MISC marks
     SpaceAfter=No.
     """
-    from egnlp.corpora.formats import FORMAT_NAMES, TEXT, detect_format
-    from egnlp.corpora.errors import CorpusError
-    from egnlp.inputs import read_text
-    from egnlp.parser.model import Parser
-    from egnlp.pipeline import parse_text, to_conllu
-    from egnlp.tagger.model import Tagger
-    from egnlp.tagger.text import language_name
+    with start_up():  # the imports and the models, out of the garbage collector's way
+        from egnlp.corpora.formats import FORMAT_NAMES, TEXT, detect_format
+        from egnlp.corpora.errors import CorpusError
+        from egnlp.inputs import read_text
+        from egnlp.parser.model import Parser
+        from egnlp.pipeline import parse_text, to_conllu
+        from egnlp.tagger.model import Tagger
+        from egnlp.tagger.text import language_name
 
+        try:
+            language_name(language)
+            taggers = [Tagger.load(model_file(path, "TAGGER")) for path in (tagger_model, *(more_taggers or ()))]
+            parser = Parser.load(model_file(parser_model, "PARSER"))
+        except USER_ERRORS as exc:
+            fail(str(exc))
     try:
-        language_name(language)
-        taggers = [Tagger.load(model_file(path, "TAGGER")) for path in (tagger_model, *(more_taggers or ()))]
-        parser = Parser.load(model_file(parser_model, "PARSER"))
         text, name = read_text(input, encoding)
         detected = detect_format(text, name) if fmt == TextFormat.auto else TEXT
         if detected != TEXT:

@@ -18,6 +18,7 @@ the project's NLTK data folder.
 
 from __future__ import annotations
 
+import gc
 import inspect
 import json
 import os
@@ -590,6 +591,46 @@ def test_python_dash_m_egnlp_is_the_program() -> None:
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 2 and stdout == ""
     assert stderr.startswith("error: No such command 'nosuch'") and "python -m egnlp parser --help" in stderr
+
+
+def test_start_up_pauses_and_freezes_only_in_the_program(monkeypatch) -> None:
+    frozen = gc.get_freeze_count()
+    with console.start_up():  # a Python caller's process (here pytest's): its collector is left alone
+        assert gc.isenabled()
+    assert gc.get_freeze_count() == frozen
+    monkeypatch.setitem(console._PROGRAM, "owns_collector", True)
+    try:
+        with console.start_up():
+            assert not gc.isenabled()
+            loaded = [[i] for i in range(5000)]  # tracked objects, as imports and a model make
+        assert gc.isenabled() and gc.get_freeze_count() >= frozen + len(loaded)
+        with pytest.raises(RuntimeError), console.start_up():
+            raise RuntimeError("a failed load")
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()
+
+
+def test_parse_and_tag_load_with_the_collector_paused(monkeypatch, parser_file: Path, tagger_file: Path,
+                                                    files: dict[str, Path]) -> None:
+    """The commands' start-up in the program's process: the same output, the loaded objects frozen, and
+    the collector on again for the work that follows."""
+    gold = files["es-test"]
+    before = run("parser", "parse", parser_file, gold, "-o", "-", "-q")
+    tagged_before = run("tagger", "tag", tagger_file, files["c2k-test"], "-o", "-", "-q")
+    monkeypatch.setitem(console._PROGRAM, "owns_collector", True)
+    paused, disable = [], gc.disable
+    monkeypatch.setattr(gc, "disable", lambda: (paused.append(True), disable())[-1])
+    try:
+        frozen = gc.get_freeze_count()
+        after = run("parser", "parse", parser_file, gold, "-o", "-", "-q")
+        assert len(paused) == 1 and gc.isenabled() and gc.get_freeze_count() > frozen
+        tagged_after = run("tagger", "tag", tagger_file, files["c2k-test"], "-o", "-", "-q")
+        assert len(paused) == 2 and gc.isenabled()
+    finally:
+        gc.unfreeze()
+    assert_ok(after)
+    assert after.stdout == before.stdout and tagged_after.stdout == tagged_before.stdout
 
 
 @pytest.mark.parametrize("args", [["--help"], ["data", "list"], ["parser", "train", "--help"]])
