@@ -23,8 +23,10 @@ metadata as uint8. The metadata records every array's dtype and shape
 (``"arrays": {"weights": {"dtype": "<f8", "shape": [n]}, ...}``). The zip
 archive comment is ``egnlp-sha256:`` and the SHA-256 (hex) of every byte of
 the file before it, so that any changed byte is found. :func:`read_npz`
-reads the file once and checks, in order: the zip directory (only stored
-``.npy`` members, each inside the file, no repeated names); the metadata
+reads the file once, takes every member as a view of its bytes (the
+checksum, not zip's CRC-32, vouches for them), and checks, in order: the zip
+directory (only stored ``.npy`` members, each inside the file, no repeated
+names, each behind a local header that names it); the metadata
 (at most :data:`MAX_META_BYTES` bytes, nested at most :data:`MAX_META_DEPTH`
 deep), its model kind and format version; the checksum; then every array's
 ``.npy`` header against the recorded dtype and shape and against the member's
@@ -342,35 +344,34 @@ def read_npz(path: str | os.PathLike[str], kind: str, version: int) -> tuple[dic
     if data[:6] == b"\x93NUMPY":
         raise ModelError(f"{path}: not an egnlp model file (a single array, not an .npz archive)")
     try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-        members = _members(archive, len(data))
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:  # the directory only: members are views of data
+            members = _members(archive, len(data))
     except _Broken as exc:
         raise ModelError(f"{path}: corrupt model file ({exc})") from None
     except Exception:  # zipfile's errors on a damaged directory are many; all mean the same here
         raise ModelError(f"{path}: not an egnlp model file (not a readable .npz archive)") from None
-    with archive:
-        try:
-            if "meta" not in members:
-                raise _Broken("no metadata")
-            meta = _read_meta(_read_member(archive, members.pop("meta")))
-        except _Broken as exc:
-            raise ModelError(f"{path}: corrupt model file ({exc})") from None
-        except Exception as exc:
-            raise ModelError(f"{path}: corrupt model file ({type(exc).__name__} in the metadata)") from None
-        if meta.get("kind") != kind:
-            raise ModelError(f"{path}: expected a model of kind '{kind}', found {repr(meta.get('kind'))[:40]}")
-        if meta.get("format_version") != version:
-            raise ModelError(f"{path}: model format version {repr(meta.get('format_version'))[:40]} is not "
-                             f"supported by this egnlp (it reads version {version}); retrain the model")
-        _check_checksum(data, path)
-        try:
-            records = _records(meta.pop("arrays", None), members)
-            arrays = {name: _read_array(name, _read_member(archive, info), records[name])
-                      for name, info in members.items()}
-        except _Broken as exc:
-            raise ModelError(f"{path}: corrupt model file ({exc})") from None
-        except Exception as exc:
-            raise ModelError(f"{path}: corrupt model file ({type(exc).__name__} in an array)") from None
+    try:
+        if "meta" not in members:
+            raise _Broken("no metadata")
+        meta = _read_meta(_read_member(data, members.pop("meta")))
+    except _Broken as exc:
+        raise ModelError(f"{path}: corrupt model file ({exc})") from None
+    except Exception as exc:
+        raise ModelError(f"{path}: corrupt model file ({type(exc).__name__} in the metadata)") from None
+    if meta.get("kind") != kind:
+        raise ModelError(f"{path}: expected a model of kind '{kind}', found {repr(meta.get('kind'))[:40]}")
+    if meta.get("format_version") != version:
+        raise ModelError(f"{path}: model format version {repr(meta.get('format_version'))[:40]} is not "
+                         f"supported by this egnlp (it reads version {version}); retrain the model")
+    _check_checksum(data, path)
+    try:
+        records = _records(meta.pop("arrays", None), members)
+        arrays = {name: _read_array(name, _read_member(data, info), records[name])
+                  for name, info in members.items()}
+    except _Broken as exc:
+        raise ModelError(f"{path}: corrupt model file ({exc})") from None
+    except Exception as exc:
+        raise ModelError(f"{path}: corrupt model file ({type(exc).__name__} in an array)") from None
     return arrays, meta
 
 
@@ -404,15 +405,31 @@ def _members(archive: zipfile.ZipFile, size: int) -> dict[str, zipfile.ZipInfo]:
     return members
 
 
-def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
-    """A member's bytes (its size was checked against the file's; zipfile checks the CRC)."""
-    data = archive.read(info)
-    if len(data) != info.file_size:
+_LOCAL_HEADER = struct.Struct("<4s22xHH")  # a zip member's local header: signature, ..., name and extra lengths
+
+
+def _read_member(data: bytes, info: zipfile.ZipInfo) -> memoryview:
+    """A stored member's bytes, a view of the file's ``data`` (no copy).
+
+    The local header must name the member as the directory does. The member's CRC-32 is not recomputed
+    (zipfile would, over a copy of every member): the SHA-256 of the whole file stands for it, checked
+    before any array is built; only the metadata, whose reader checks every byte it takes, comes before.
+    """
+    start = info.header_offset
+    header = data[start:start + _LOCAL_HEADER.size]
+    if len(header) != _LOCAL_HEADER.size:
         raise _Broken(f"member {info.filename!r} is cut short")
-    return data
+    signature, name_length, extra_length = _LOCAL_HEADER.unpack(header)
+    name_start = start + _LOCAL_HEADER.size
+    if signature != b"PK\x03\x04" or data[name_start:name_start + name_length] != info.orig_filename.encode():
+        raise _Broken(f"member {info.filename!r} has no local header of its own")
+    begin = name_start + name_length + extra_length
+    if begin + info.file_size > len(data):
+        raise _Broken(f"member {info.filename!r} is cut short")
+    return memoryview(data)[begin:begin + info.file_size]
 
 
-def _npy_header(member: bytes) -> tuple[str, bool, tuple, int]:
+def _npy_header(member: bytes | memoryview) -> tuple[str, bool, tuple, int]:
     """(dtype string, Fortran order, shape, offset of the data) of an ``.npy`` member, read with literal_eval."""
     if member[:6] != b"\x93NUMPY" or member[6:8] not in (b"\x01\x00", b"\x02\x00"):
         raise _Broken("an array that is not in .npy format 1.0 or 2.0")
@@ -421,7 +438,7 @@ def _npy_header(member: bytes) -> tuple[str, bool, tuple, int]:
     if length > 10_000 or start + length > len(member):
         raise _Broken("an .npy header too long for its member")
     try:
-        header = ast.literal_eval(member[start:start + length].decode("latin-1"))
+        header = ast.literal_eval(bytes(member[start:start + length]).decode("latin-1"))
     except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
         raise _Broken("an .npy header that does not parse") from None
     if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"} \
@@ -432,7 +449,7 @@ def _npy_header(member: bytes) -> tuple[str, bool, tuple, int]:
     return header["descr"], header["fortran_order"], header["shape"], start + length
 
 
-def _read_meta(member: bytes) -> dict[str, Any]:
+def _read_meta(member: bytes | memoryview) -> dict[str, Any]:
     """The metadata: a uint8 array of at most MAX_META_BYTES bytes of UTF-8 JSON, an object nested at most
     MAX_META_DEPTH deep."""
     descr, fortran, shape, offset = _npy_header(member)
@@ -441,7 +458,7 @@ def _read_meta(member: bytes) -> dict[str, Any]:
     if shape[0] > MAX_META_BYTES:
         raise _Broken(f"{shape[0]} bytes of metadata, more than {MAX_META_BYTES}")
     try:
-        meta = json.loads(member[offset:].decode("utf-8"))
+        meta = json.loads(bytes(member[offset:]).decode("utf-8"))
     except RecursionError:
         raise _Broken(f"metadata nested more than {MAX_META_DEPTH} deep") from None
     except (ValueError, UnicodeDecodeError):
@@ -484,7 +501,7 @@ def _records(records: Any, members: Mapping[str, zipfile.ZipInfo]) -> dict[str, 
     return out
 
 
-def _read_array(name: str, member: bytes, record: tuple[str, list[int]]) -> np.ndarray:
+def _read_array(name: str, member: bytes | memoryview, record: tuple[str, list[int]]) -> np.ndarray:
     """The array of an ``.npy`` member whose header and size agree with its record (checked before allocating)."""
     descr, fortran, shape, offset = _npy_header(member)
     dtype, recorded = record
