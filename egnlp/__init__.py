@@ -7,3 +7,8 @@ model files), :mod:`egnlp.features`, then the siblings :mod:`egnlp.parser`,
 """
 
 __version__ = "0.2.0"
+
+# Before any kernel loads: Numba's cached kernels of an older source of the package are dropped.
+from egnlp.kernel_cache import refresh as _refresh_kernel_cache  # noqa: E402
+
+_refresh_kernel_cache()

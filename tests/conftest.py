@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+import egnlp  # noqa: F401  (egnlp.kernel_cache: stale cached kernels are dropped here, before any worker starts)
+
 # The UD treebank files of the data sets pt-bosque and nl-alpino: beside the checkout unless set.
 os.environ.setdefault("EGNLP_UD_DIR", str(Path(__file__).resolve().parents[2] / "shared" / "data" / "ud"))
 
