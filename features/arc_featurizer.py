@@ -110,10 +110,11 @@ def _capacity(table):
 
 
 @njit(cache=True)
-def _filter_bit(table, key_hash):
-    """(row, column, bit) of a key's bit in an id table's filter, from its hash ``combine(key, 0)``."""
+def _filter_bit(table, key):
+    """(row, column, bit) of a key's bit in an id table's filter, from bits 24 and up of the key (a hash:
+    its low bits are its home slot)."""
     capacity = _capacity(table)
-    b = (key_hash >> np.uint64(24)) & np.uint64(capacity * 128 // FILTER_SHARE - 1)
+    b = (key >> np.uint64(24)) & np.uint64(capacity * 128 // FILTER_SHARE - 1)
     return capacity + (b >> np.uint64(7)), (b >> np.uint64(6)) & np.uint64(1), b & np.uint64(63)
 
 
@@ -173,10 +174,9 @@ def _fill_id_table(keys, codes, rows, table):
     packed = packed_rows(keys.shape[0], codes)
     wrap = np.uint64(_capacity(table) - 1)
     for row in rows:
-        key_hash = combine(keys[row], 0)
-        r, c, bit = _filter_bit(table, key_hash)
+        r, c, bit = _filter_bit(table, keys[row])
         table[r, c] |= np.uint64(1) << bit
-        slot = key_hash & wrap
+        slot = keys[row] & wrap
         while table[slot, 0] != 0:
             slot = (slot + np.uint64(1)) & wrap
         table[slot, 0] = keys[row]
@@ -186,12 +186,11 @@ def _fill_id_table(keys, codes, rows, table):
 @njit(cache=True)
 def find_ids(table, key):
     """The packed ids of the non-zero ``key`` in an id table, -1 when the alphabet lacks it."""
-    key_hash = combine(key, 0)
-    r, c, bit = _filter_bit(table, key_hash)
+    r, c, bit = _filter_bit(table, key)
     if (table[r, c] >> bit) & np.uint64(1) == 0:
         return np.int64(-1)
     wrap = np.uint64(_capacity(table) - 1)
-    slot = key_hash & wrap
+    slot = key & wrap
     while True:
         k = table[slot, 0]
         if k == key:
@@ -301,7 +300,7 @@ def _lookup_rows(lookup, keys, lo, hi, rows):
     mask = np.uint64(table_keys.shape[0] - 1)
     touched = np.uint64(0)
     for j in range(lo, hi):  # first touch every key's home slot: independent loads, overlapped
-        touched ^= table_keys[combine(keys[j], 0) & mask]
+        touched ^= table_keys[keys[j] & mask]  # a key's low bits are its home slot (_table_slot)
     for j in range(lo, hi):
         rows[j] = _key_row(lookup, keys[j])
     return touched

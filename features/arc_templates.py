@@ -477,7 +477,7 @@ def _insert(keys, masks, key, bits):
     """Add ``bits`` to the mask of ``key`` in the open-addressing set ``keys`` / ``masks``; returns 1 if
     the key is new."""
     wrap = np.uint64(keys.shape[0] - 1)
-    at = combine(key, 0) & wrap
+    at = key & wrap  # a key is a hash: its low bits are its home slot
     while keys[at] != 0 and keys[at] != key:
         at = (at + np.uint64(1)) & wrap
     masks[at] |= bits

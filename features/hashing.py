@@ -65,8 +65,11 @@ def combine(seed, value):
 
 @njit(cache=True)
 def _table_slot(table_keys, key):
+    """The slot of ``key``, or of the empty slot where it would go.  Keys are hashes already (chains of
+    :func:`combine`), so their low bits are their home slot: hashing them once more took about a tenth
+    of the direct arc scorer's time."""
     mask = np.uint64(table_keys.shape[0] - 1)
-    slot = combine(key, 0) & mask
+    slot = key & mask
     while table_keys[slot] != _EMPTY and table_keys[slot] != key:
         slot = (slot + np.uint64(1)) & mask
     return slot
@@ -118,7 +121,8 @@ class KeyTable:
     """An open-addressing hash table from uint64 keys to their rank in ``keys`` (feature id ``i`` is
     ``keys[i]``), or to ``values[i]`` when values are given.
 
-    ``keys`` must be unique and non-zero.
+    ``keys`` must be unique, non-zero and hashes (made by :func:`combine`, as every template key is):
+    their low bits pick their slots.
     """
 
     def __init__(self, keys: np.ndarray, values: np.ndarray | None = None) -> None:
