@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from egnlp.corpora import load_dataset
-from egnlp.corpora.sentence import HEAD, Sentence
-from egnlp.features.arc_featurizer import ArcFeaturizer
+from egnlp.corpora.sentence import HEAD, POS, Sentence
+from egnlp.features.arc_featurizer import _DENSE_TAGS, ArcFeaturizer
 from egnlp.features.arc_templates import (N_PAIR, N_SLOTS, SUFFIX, WORD, _N_BETWEEN, _N_FIXED, _head_prefixes,
                                           _modifier_atoms, _pair_keys, _prefix_pair_keys)
 from egnlp.features.csr import PartFeatures, add_sparse, collect_delta
@@ -77,6 +77,33 @@ def test_csr_scores_equal_direct_arc_scores(data, mode):
         np.testing.assert_allclose(pf.scores(lo, hi, w).reshape(k, k), f.arc_scores(enc, s, w),
                                    rtol=1e-12, atol=1e-9)
 
+
+
+def _retagged(sentence, split):
+    """The sentence with each fine tag split into ``split`` tags by the word's position."""
+    return Sentence(tuple(row[:POS] + (f"{row[POS]}{i % split}",) + row[POS + 1:]
+                          for i, row in enumerate(sentence.rows)))
+
+
+@pytest.mark.parametrize("mode", ["alphabet", "hash"])
+def test_direct_arc_scores_with_more_tags_than_the_dense_memo_takes(mode):
+    """A sentence with more distinct tags than _DENSE_TAGS keeps its in-between memo in a hash table:
+    the same sums as the training features, and as the dense memo where a sentence has few tags."""
+    train = [_retagged(s, 5) for s in load_dataset("wsj", "train")[:300]]
+    dev = [_retagged(s, 5) for s in load_dataset("wsj", "dev")]
+    few = [s for s in dev if len({row[POS] for row in s.rows}) < _DENSE_TAGS][:5]  # the root's tag is one more
+    sentences = few + [_joined(dev)]
+    assert len({row[POS] for row in sentences[-1].rows}) > _DENSE_TAGS
+    f = ArcFeaturizer.for_corpus(train, mode, hash_bits=18)
+    f.fit(f.encode(train), [s.heads for s in train])
+    enc = f.encode(sentences)
+    pf = f.part_features(enc)
+    w = np.random.default_rng(2).normal(size=f.n_features)
+    for s in range(len(sentences)):
+        lo, hi = pf.parts(s)
+        k = len(sentences[s]) + 1
+        np.testing.assert_allclose(pf.scores(lo, hi, w).reshape(k, k), f.arc_scores(enc, s, w),
+                                   rtol=1e-12, atol=1e-9)
 
 def test_prefix_pair_keys_are_the_pair_keys_in_their_order():
     """The direct scorer's pair keys, made from per-token prefixes, are those of _pair_keys in the same order
