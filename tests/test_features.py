@@ -58,6 +58,21 @@ def _joined(sentences):
     raise AssertionError("not enough words")
 
 
+def _assert_direct_scores_are_the_csr_sums(train, sentences, mode, seed):
+    """Train an alphabet (or hash) on ``train``; the direct scorer's arc scores of ``sentences`` under random
+    weights equal the sums of their CSR training features."""
+    f = ArcFeaturizer.for_corpus(train, mode, hash_bits=18)
+    f.fit(f.encode(train), [s.heads for s in train])
+    enc = f.encode(sentences)
+    pf = f.part_features(enc)
+    w = np.random.default_rng(seed).normal(size=f.n_features)
+    for s in range(len(sentences)):
+        lo, hi = pf.parts(s)
+        k = len(sentences[s]) + 1
+        np.testing.assert_allclose(pf.scores(lo, hi, w).reshape(k, k), f.arc_scores(enc, s, w),
+                                   rtol=1e-12, atol=1e-9)
+
+
 @pytest.mark.parametrize("data", ["es", "wsj"])
 @pytest.mark.parametrize("mode", ["alphabet", "hash"])
 def test_csr_scores_equal_direct_arc_scores(data, mode):
@@ -66,17 +81,7 @@ def test_csr_scores_equal_direct_arc_scores(data, mode):
     dev = load_dataset(data, "dev")
     sentences = train[:10] + dev[:40] + [_joined(dev[40:])]  # dev words and pairs the alphabet lacks
     assert len(sentences[-1]) > 100
-    f = ArcFeaturizer.for_corpus(train, mode, hash_bits=18)
-    f.fit(f.encode(train), [s.heads for s in train])
-    enc = f.encode(sentences)
-    pf = f.part_features(enc)
-    w = np.random.default_rng(1).normal(size=f.n_features)
-    for s in range(len(sentences)):
-        lo, hi = pf.parts(s)
-        k = len(sentences[s]) + 1
-        np.testing.assert_allclose(pf.scores(lo, hi, w).reshape(k, k), f.arc_scores(enc, s, w),
-                                   rtol=1e-12, atol=1e-9)
-
+    _assert_direct_scores_are_the_csr_sums(train, sentences, mode, 1)
 
 
 def _retagged(sentence, split):
@@ -94,16 +99,8 @@ def test_direct_arc_scores_with_more_tags_than_the_dense_memo_takes(mode):
     few = [s for s in dev if len({row[POS] for row in s.rows}) < _DENSE_TAGS][:5]  # the root's tag is one more
     sentences = few + [_joined(dev)]
     assert len({row[POS] for row in sentences[-1].rows}) > _DENSE_TAGS
-    f = ArcFeaturizer.for_corpus(train, mode, hash_bits=18)
-    f.fit(f.encode(train), [s.heads for s in train])
-    enc = f.encode(sentences)
-    pf = f.part_features(enc)
-    w = np.random.default_rng(2).normal(size=f.n_features)
-    for s in range(len(sentences)):
-        lo, hi = pf.parts(s)
-        k = len(sentences[s]) + 1
-        np.testing.assert_allclose(pf.scores(lo, hi, w).reshape(k, k), f.arc_scores(enc, s, w),
-                                   rtol=1e-12, atol=1e-9)
+    _assert_direct_scores_are_the_csr_sums(train, sentences, mode, 2)
+
 
 def test_prefix_pair_keys_are_the_pair_keys_in_their_order():
     """The direct scorer's pair keys, made from per-token prefixes, are those of _pair_keys in the same order
