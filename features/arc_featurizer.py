@@ -369,7 +369,7 @@ def _add_between(atoms, base, n, lookup, w, out):
     order of the words between: the arc sums of :func:`_arc_scores` go on in the same order.
 
     A pass of its own after the other templates: in the same loop as the pair templates, these sums
-    took about twice as long (pt_bosque dev: the direct scorer in 0.88 of the time, the same bits).
+    took about twice as long (pt_bosque dev: the direct scorer in 0.88 to 0.94 of the time, the same bits).
     In-between trigrams recur all over a sentence (on the es test set 3.7 M of them are 0.25 M distinct
     keys): a per-sentence memo maps (column, tags) to the key and its row, indexed by the
     sentence-local tag numbers directly when the sentence has at most ``_DENSE_TAGS`` distinct tags in
@@ -393,7 +393,7 @@ def _add_between(atoms, base, n, lookup, w, out):
                 local = local_ids[j]
                 tags_hm = (j * n_tags + local[h]) * n_tags + local[m]
                 for b in range(min(h, m) + 1, max(h, m)):
-                    tags = tags_hm * n_tags + local[b]  # < 2 n_tags^3 <= 2^63 for n_tags <= 10^6
+                    tags = tags_hm * n_tags + local[b]  # < 2 (n + 1)^3: exact up to a million words
                     i = tags if dense else np.int64((np.uint64(tags) * _GOLDEN) >> np.uint64(64 - _MEMO_BITS))
                     if memo_tags[i] != tags:
                         pcol = _BETWEEN_COLS[j]
