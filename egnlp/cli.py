@@ -25,7 +25,7 @@ from egnlp.console import (AnnealOption, DecodingProgress, OrderOption, DASK_TRA
                            MaxSecondsOption, ModelOut, QuietOption, SaveOnInterruptOption, SeedOption, Split, TextOut,
                            TrainerName, TrainingProgress, TrainOption, TreeFormat, dataset_names, fail, interrupted,
                            model_file, new_app, note, write_output_pieces, at_least_one, at_least_zero, output_name,
-                           print_json, progress_printer, own_collector, start_up, write_output)
+                           print_json, progress_printer, own_process, start_up, write_output)
 from egnlp.tagger_cli import parse_text_command, tagger_app
 
 # One BLAS thread per process, set before any command imports NumPy (the user's own setting wins).
@@ -738,7 +738,7 @@ def model_info_command(
 
 def main() -> None:
     """The ``egnlp`` program: the commands, then the end of the process."""
-    own_collector()  # see egnlp.console.start_up
+    own_process()  # see egnlp.console.start_up
     try:
         app()
     except KeyboardInterrupt:  # Ctrl-C outside a command (the commands end it themselves): one line, no traceback

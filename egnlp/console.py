@@ -21,6 +21,7 @@ Conventions of every command:
 from __future__ import annotations
 
 import gc
+import importlib
 import json
 import re
 import signal
@@ -479,34 +480,58 @@ class DecodingProgress:
             self._bar = None
 
 
-# Whether start_up() may tune Python's garbage collector: only in the egnlp program's own process (set by
-# egnlp.cli.main), not in a Python caller's (typer's test runner, a notebook), whose collector is its own.
-_PROGRAM = {"owns_collector": False}
+# Whether start_up() may tune the process (Python's garbage collector, Numba's first import): only in the
+# egnlp program's own process (set by egnlp.cli.main), not in a Python caller's (typer's test runner, a
+# notebook), whose collector and modules are its own.
+_PROGRAM = {"owns_process": False}
 
 
-def own_collector() -> None:
-    """Let :func:`start_up` tune the garbage collector: the process is the ``egnlp`` program's."""
-    _PROGRAM["owns_collector"] = True
+def own_process() -> None:
+    """Let :func:`start_up` tune the process: it is the ``egnlp`` program's."""
+    _PROGRAM["owns_process"] = True
+
+
+def _numba_without_blas_probe() -> None:
+    """Import Numba's array functions with SciPy out of sight, when neither is loaded yet.
+
+    A process's first Numba kernel imports ``numba.np.arraymath``, which probes for a BLAS at import time
+    by importing ``scipy.linalg.cython_blas``: SciPy and its whole ``linalg`` package, 0.2-0.35 s and
+    12 MiB, measured, in a command that parses one sentence in 1.0-1.4 s.  The probe only picks the
+    inner product of ``np.correlate`` and ``np.convolve`` (BLAS, or Numba's own loop when the import
+    fails), and no egnlp kernel calls them; ``np.dot`` and ``np.linalg`` import SciPy themselves when a
+    kernel uses them.  A ``None`` entry in ``sys.modules`` makes an import of the name fail, and it is
+    removed right after: later imports of SciPy (training's L-BFGS) load it as usual.
+    """
+    hidden = next((name for name in ("scipy", "scipy.linalg") if name not in sys.modules), None)
+    if hidden is None or "numba.np.arraymath" in sys.modules:
+        return
+    sys.modules[hidden] = None  # type: ignore[assignment]
+    try:
+        importlib.import_module("numba.np.arraymath")
+    finally:
+        del sys.modules[hidden]
 
 
 @contextmanager
 def start_up() -> Iterator[None]:
     """Python's cyclic garbage collector paused while a decoding command loads (its imports and the model),
-    then the objects loaded frozen out of its sight (:func:`gc.freeze`) and the collector resumed.
+    then the objects loaded frozen out of its sight (:func:`gc.freeze`) and the collector resumed; Numba's
+    array functions imported without SciPy's BLAS (:func:`_numba_without_blas_probe`).
 
     Loading builds a few hundred thousand long-lived objects (Numba's type system and LLVM's bindings,
     SciPy's modules) and next to no garbage; the collector, run every 700 allocations, would walk them
     again and again: 0.17-0.23 s of the 1.2-1.4 s in which one sentence is parsed. Frozen, they are never
     walked; what the command allocates afterwards is collected as usual. The garbage there is on entry is
     collected first (a few milliseconds: only typer is loaded then), so that none of it is frozen.
-    Nothing changes outside the egnlp program's own process (:func:`own_collector`).
+    Nothing changes outside the egnlp program's own process (:func:`own_process`).
     """
-    if not _PROGRAM["owns_collector"] or not gc.isenabled():
+    if not _PROGRAM["owns_process"] or not gc.isenabled():
         yield
         return
     gc.collect()
     gc.disable()
     try:
+        _numba_without_blas_probe()
         yield
     finally:
         gc.freeze()

@@ -598,7 +598,7 @@ def test_start_up_pauses_and_freezes_only_in_the_program(monkeypatch) -> None:
     with console.start_up():  # a Python caller's process (here pytest's): its collector is left alone
         assert gc.isenabled()
     assert gc.get_freeze_count() == frozen
-    monkeypatch.setitem(console._PROGRAM, "owns_collector", True)
+    monkeypatch.setitem(console._PROGRAM, "owns_process", True)
     try:
         with console.start_up():
             assert not gc.isenabled()
@@ -618,7 +618,7 @@ def test_parse_and_tag_load_with_the_collector_paused(monkeypatch, parser_file: 
     gold = files["es-test"]
     before = run("parser", "parse", parser_file, gold, "-o", "-", "-q")
     tagged_before = run("tagger", "tag", tagger_file, files["c2k-test"], "-o", "-", "-q")
-    monkeypatch.setitem(console._PROGRAM, "owns_collector", True)
+    monkeypatch.setitem(console._PROGRAM, "owns_process", True)
     paused, disable = [], gc.disable
     monkeypatch.setattr(gc, "disable", lambda: (paused.append(True), disable())[-1])
     try:
@@ -642,6 +642,25 @@ def test_help_and_data_list_load_no_numba_scipy_or_nltk(args: list[str]) -> None
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == "EXIT 0 HEAVY -", result.stdout[-2000:]
+
+
+def test_parse_in_the_program_loads_no_scipy_and_leaves_it_importable(parser_file: Path, files: dict[str, Path]
+                                                                      ) -> None:
+    """The egnlp program's parse skips Numba's BLAS probe (egnlp.console._numba_without_blas_probe): the same
+    output as in a Python caller's process, no SciPy linalg loaded by it, and SciPy importable afterwards."""
+    gold = files["es-test"]
+    expected = run("parser", "parse", parser_file, gold, "-o", "-", "-q")
+    assert_ok(expected)
+    code = ("import sys\nfrom egnlp.cli import main\n"
+            f"sys.argv = ['egnlp', 'parser', 'parse', {str(parser_file)!r}, {str(gold)!r}, '-o', '-', '-q']\n"
+            "try:\n    main()\nexcept SystemExit as stop:\n    assert not stop.code, stop.code\n"
+            "loaded = 'scipy.linalg' in sys.modules\n"
+            "import numba.np.arraymath as arraymath\nimport scipy.linalg\n"
+            "print('LINALG', loaded, 'BLAS', arraymath._HAVE_BLAS, scipy.linalg.__name__, file=sys.stderr)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stderr.splitlines()[-1] == "LINALG False BLAS False scipy.linalg", result.stderr[-2000:]
+    assert result.stdout == expected.stdout
 
 
 def test_shell_completion_offers_the_choices_and_data_sets() -> None:
