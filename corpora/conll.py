@@ -126,8 +126,8 @@ def parse_conll(text: str, source: str = "<string>", *, require_heads: bool = Tr
     # Hand-written, not conllu.parse_incr (only conllu's ID and HEAD parsers are used): the library strips
     # lines, splits columns at two spaces, drops columns past the tenth and comments without a value, and
     # counts no lines, so it cannot support these checks, and it is slower: on the UD files (x3, 16.9 MB)
-    # parse_incr alone took 2.70 times the CPU time of this whole reader (3.61 s against 1.34 s), and with
-    # these checks on the lines rebuilt from its tokens 2.12 times (benchmarks/readers.py).
+    # parse_incr alone took 5.57 times the CPU time of this whole reader (5.44 s against 0.98 s), and with
+    # these checks on the lines rebuilt from its tokens 3.29 times (benchmarks/readers.py).
     for block in split_blocks(text, first_line):
         try:
             sentences.append(_parse_block(block, source, require_heads, width, lemma_spaces))
@@ -142,8 +142,8 @@ def parse_conll(text: str, source: str = "<string>", *, require_heads: bool = Tr
 
 def format_conll(sentences: Iterable[Sentence]) -> str:
     """Return the sentences as CoNLL text: their lines, then one blank line each."""
-    # The lines as read, not conllu's TokenList.serialize: 7.4 times as fast on the UD files (0.11 s against
-    # 0.81 s, benchmarks/readers.py), and it writes the chunk column and every comment as it was.
+    # The lines as read, not conllu's TokenList.serialize: 9.7 times as fast on the UD files (0.13 s against
+    # 1.28 s, benchmarks/readers.py), and it writes the chunk column and every comment as it was.
     return "".join("\n".join(sentence.lines()) + "\n\n" for sentence in sentences)
 
 
@@ -200,7 +200,7 @@ def check_heads(
     n = len(head_column)
     heads = []
     for i, value in enumerate(head_column):
-        head = _plain_number(value)
+        head = _NUMBERS.get(value)
         if head is None:
             try:
                 head = parse_int_value(value)
@@ -219,12 +219,10 @@ def check_heads(
         raise InvalidTreeError(f"{source}:{lines[cycle[0] - 1]}: cycle among tokens {names}")
 
 
-def _plain_number(value: str) -> int | None:
-    """``value`` as an int when it is a plain non-negative integer without leading zeros (what
-    conllu's ID and integer patterns accept of such strings, without a regular expression), else None."""
-    if value.isascii() and value.isdigit() and (value[0] != "0" or len(value) == 1):
-        return int(value)
-    return None
+# The plain numbers a sentence's IDs and HEADs take, 0 .. MAX_WORDS, by their text: what conllu's ID and
+# integer patterns read of a plain number without leading zeros, found without a regular expression or a
+# call.  Other text ("01", "1-2", "8.1", "501") goes to conllu's parsers.
+_NUMBERS = {str(number): number for number in range(MAX_WORDS + 1)}
 
 
 class _Width:
@@ -309,8 +307,8 @@ def _parse_block(block: Block, source: str, require_heads: bool, width: _Width, 
     next_empty = 1  # the number of the next empty node after the current word
     first_line = block[0][0]
     for number, line in block:
-        where = f"{source}:{number}"
         if line.startswith("#"):
+            where = f"{source}:{number}"
             if seen_token:
                 raise CorpusError(f"{where}: comment inside a sentence; comments must come before its tokens")
             bad = FORBIDDEN.search(line)
@@ -320,9 +318,18 @@ def _parse_block(block: Block, source: str, require_heads: bool, width: _Width, 
             continue
         seen_token = True
         columns = tuple(line.split("\t"))
-        width.check(len(columns), number)
-        check_fields(line, columns, where, COLUMN_NAMES, SPACED_COLUMNS, edge_spaces)
-        token_id = _plain_number(columns[ID])
+        if len(columns) != width.columns:
+            width.check(len(columns), number)
+        if _SUSPECT.search(line) or "\t\t" in line or line[0] == "\t" or line[-1] == "\t":  # check_fields' quick look
+            check_fields(line, columns, f"{source}:{number}", COLUMN_NAMES, SPACED_COLUMNS, edge_spaces)
+        token_id = _NUMBERS.get(columns[ID])
+        if token_id == len(rows) + 1:  # the next word, as almost every line is (a 501st word goes on to too_long)
+            after_range = False
+            next_empty = 1
+            rows.append(columns)
+            row_lines.append(number)
+            continue
+        where = f"{source}:{number}"
         if token_id is None:
             try:
                 token_id = parse_id_value(columns[ID])
