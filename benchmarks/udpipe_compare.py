@@ -16,8 +16,10 @@ setting of the issue's reference run).  Each parse is a new process reading
 --jobs 1`` against a Python process that loads the UDPipe model and runs its
 ``Pipeline`` (input CoNLL-U, tagger none, parser default, output CoNLL-U).
 The two run in turn, ``--runs`` times; the table gives the median CPU seconds
-(user + system of the finished child, ``os.wait4``), the median peak RSS and
-the ratio UDPipe / egnlp of the CPU seconds.
+(user + system of the finished child, ``os.wait4``), the median peak RSS, the
+ratio UDPipe / egnlp of the median CPU seconds, and the median of the ratios
+of each run's pair (egnlp's run and the UDPipe run after it: the pair shares
+the host's state of the moment, as ``farm-bench --vs`` pairs its runs).
 """
 
 from __future__ import annotations
@@ -101,10 +103,13 @@ def main() -> None:
                                         str(folder / "udpipe.out")]))
             o_cpu, t_cpu = (statistics.median(r[1] for r in runs) for runs in (ours_runs, theirs_runs))
             o_mb, t_mb = (statistics.median(r[2] for r in runs) for runs in (ours_runs, theirs_runs))
-            rows.append(f"| {name} | {o_cpu:.2f} | {o_mb:,.0f} | {t_cpu:.2f} | {t_mb:,.0f} | {t_cpu / o_cpu:.2f}x |")
+            pairs = statistics.median(t[1] / o[1] for o, t in zip(ours_runs, theirs_runs))
+            rows.append(f"| {name} | {o_cpu:.2f} | {o_mb:,.0f} | {t_cpu:.2f} | {t_mb:,.0f} | {t_cpu / o_cpu:.2f}x "
+                        f"| {pairs:.2f}x |")
     print(f"Whole processes, run in turn, median of {opts.runs}; egnlp with --jobs 1.\n")
-    print("| input | egnlp CPU s | egnlp peak MB | UDPipe 1 CPU s | UDPipe 1 peak MB | UDPipe / egnlp CPU |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| input | egnlp CPU s | egnlp peak MB | UDPipe 1 CPU s | UDPipe 1 peak MB | UDPipe / egnlp CPU "
+          "| pair median |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     print("\n".join(rows))
 
 
