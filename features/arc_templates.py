@@ -376,26 +376,31 @@ def _prefix_key(prefixes, mod_atoms, h, m, k):
 
 
 @njit(cache=True)
-def _prefix_pair_keys(prefixes, mod_atoms, h, m, flags, out, c, known=-1):
+def _prefix_pair_keys(prefixes, mod_atoms, h, m, flags, out, c, known=-1, word_pairs=-1):
     """The keys that :func:`_pair_keys` emits for h -> m under the same ``known`` bits, in its order, from
     :func:`_head_prefixes` and :func:`_modifier_atoms`: two or three combines a key where _pair_keys
     takes four (the direct scorer's arc scores of pt_bosque dev and es test in 0.64 to 0.85 of the time, the
-    same bits)."""
+    same bits).
+
+    ``word_pairs`` (scoring only): bit j clear when pair set j's hw.mw key is not in the alphabet, which
+    leaves out hw.mw and the bigrams that contain it, hw.hp.mw.mp, hw.mw.mp and hw.hp.mw (a gold arc that
+    put one of them in the alphabet put its hw.mw there too); -1 leaves out none."""
     for j in range(_n_sets(flags)):
         bits = known >> (4 * j)
         head_pair, head_word, mod_pair, mod_word = bits & 1, bits & 2, bits & 4, bits & 8
+        word_pair = (word_pairs >> j) & 1
         k = 7 * j
-        if head_pair and mod_pair:
+        if word_pair and head_pair and mod_pair:
             c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k))
         if mod_pair:
             c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k + 1))
-        if head_word and mod_pair:
+        if word_pair and head_word and mod_pair:
             c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k + 2))
         if head_pair:
             c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k + 3))
-        if head_pair and mod_word:
+        if word_pair and head_pair and mod_word:
             c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k + 4))
-        if head_word and mod_word:
+        if word_pair and head_word and mod_word:
             c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k + 5))
         c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k + 6))
     if flags & USE_FEATS:
