@@ -260,6 +260,12 @@ def show_value(value: str, limit: int = 40) -> str:
     return repr(value if len(value) <= limit else value[:limit] + "...")
 
 
+def _plain_fields(line: str) -> bool:
+    """Whether a quick look at a line of tab-separated fields clears it of what :func:`check_fields` refuses:
+    no suspect character, no empty field."""
+    return not _SUSPECT.search(line) and "\t\t" not in line and line[0] != "\t" and line[-1] != "\t"
+
+
 def check_fields(line: str, columns: Sequence[str], where: str, names: Sequence[str], spaced: frozenset[int],
                  edge_spaces: frozenset[int] = frozenset()) -> None:
     """Refuse an empty field, a forbidden character, or whitespace where the format has none.
@@ -275,7 +281,7 @@ def check_fields(line: str, columns: Sequence[str], where: str, names: Sequence[
     Raises:
         CorpusError: naming the line, the column and the value.
     """
-    if not _SUSPECT.search(line) and "\t\t" not in line and line[0] != "\t" and line[-1] != "\t":
+    if _plain_fields(line):
         return
     for index, value in enumerate(columns):
         name = names[index]
@@ -320,7 +326,7 @@ def _parse_block(block: Block, source: str, require_heads: bool, width: _Width, 
         columns = tuple(line.split("\t"))
         if len(columns) != width.columns:
             width.check(len(columns), number)
-        if _SUSPECT.search(line) or "\t\t" in line or line[0] == "\t" or line[-1] == "\t":  # check_fields' quick look
+        if not _plain_fields(line):
             check_fields(line, columns, f"{source}:{number}", COLUMN_NAMES, SPACED_COLUMNS, edge_spaces)
         token_id = _NUMBERS.get(columns[ID])
         if token_id == len(rows) + 1:  # the next word, as almost every line is (a 501st word goes on to too_long)

@@ -357,10 +357,10 @@ def _word_pairs(prefixes, mod_atoms, known, h, n, flags, lookup, keys, rows, pai
     Every key of a gold arc is in an alphabet that :meth:`ArcFeaturizer.fit` built, so hw.mw absent rules
     out hw.hp.mw.mp, hw.mw.mp and hw.hp.mw, as in training (:func:`egnlp.features.arc_parts._pair_lookups`).
     Most word pairs were never seen: on pt_bosque dev the scorer makes 21.9 M lookups against 24.8 M, 6.3 M
-    of them probes of the table (misses of the cache) against 8.9 M (counted), and takes 0.89 to 0.94 of
-    the time (in process, medians of the ratios of 15 alternating rounds, three runs), the same bits.  Gating the
-    templates of hp.mp as well (hp.mw.mp, hw.hp.mp) took as long as before; training's three rounds of
-    lookups over a fixed layout of the keys (every rule of arc_parts) took 1.0 to 1.1 of the time.
+    of them probes of the table (misses of the cache) against 8.9 M (counted), and takes 0.86 to 0.94 of
+    the time (in process, medians of the ratios of 15 alternating rounds, four runs), the same bits.
+    Gating the templates of hp.mp as well (hp.mw.mp, hw.hp.mp) took as long as before; training's three
+    rounds of lookups over a fixed layout of the keys (every rule of arc_parts) 1.0 to 1.1 of the time.
     """
     size = n + 1
     n_sets = _n_sets(flags)
