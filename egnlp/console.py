@@ -512,11 +512,43 @@ def _numba_without_blas_probe() -> None:
         del sys.modules[hidden]
 
 
+def _cached_kernels_without_refresh() -> None:
+    """Let Numba load a cached kernel without first refreshing its compiler's contexts.
+
+    Before it reads a kernel from its cache, Numba refreshes the typing and target contexts
+    (``numba.core.caching.Cache.load_overload``): it imports and registers the implementations of
+    everything it can compile (Python's built-in types, typed containers, NumPy's random generators,
+    polynomials, dates, jitclass: about 60 modules), which a compiler needs and a kernel that is machine
+    code already does not. The loaded kernel needs Numba's runtime (the NRT, whose functions it calls) and
+    the modules its environment names, which the cache's loader imports itself. So the replacement starts
+    the runtime and loads. A kernel that is not in the cache is compiled as before: Numba's compiler
+    refreshes both contexts when it starts (``numba.core.compiler.CompilerBase``). Where this Numba lacks
+    the methods it relies on, nothing is replaced.
+    """
+    from numba.core import caching
+    from numba.core.runtime import rtsys
+
+    cache = caching.Cache
+    if getattr(cache.load_overload, "_egnlp", False) or not all(
+            hasattr(cache, name) for name in ("_load_overload", "_guard_against_spurious_io_errors")):
+        return
+
+    def load_overload(self, sig, target_context):  # Numba's, less the contexts' refresh
+        rtsys.initialize(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+        return None  # the guard swallowed an error reading the cache: Numba then compiles
+
+    load_overload._egnlp = True  # type: ignore[attr-defined]
+    cache.load_overload = load_overload
+
+
 @contextmanager
 def start_up() -> Iterator[None]:
     """Python's cyclic garbage collector paused while a decoding command loads (its imports and the model),
     then the objects loaded frozen out of its sight (:func:`gc.freeze`) and the collector resumed; Numba's
-    array functions imported without SciPy's BLAS (:func:`_numba_without_blas_probe`).
+    array functions imported without SciPy's BLAS (:func:`_numba_without_blas_probe`), and cached kernels
+    loaded without a refresh of Numba's compiler (:func:`_cached_kernels_without_refresh`).
 
     Loading builds a few hundred thousand long-lived objects (Numba's type system and LLVM's bindings,
     SciPy's modules) and next to no garbage; the collector, run every 700 allocations, would walk them
@@ -532,6 +564,7 @@ def start_up() -> Iterator[None]:
     gc.disable()
     try:
         _numba_without_blas_probe()
+        _cached_kernels_without_refresh()
         yield
     finally:
         gc.freeze()

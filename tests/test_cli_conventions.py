@@ -644,22 +644,32 @@ def test_help_and_data_list_load_no_numba_scipy_or_nltk(args: list[str]) -> None
     assert result.stdout.splitlines()[-1] == "EXIT 0 HEAVY -", result.stdout[-2000:]
 
 
-def test_parse_in_the_program_loads_no_scipy_and_leaves_it_importable(parser_file: Path, files: dict[str, Path]
-                                                                      ) -> None:
-    """The egnlp program's parse skips Numba's BLAS probe (egnlp.console._numba_without_blas_probe): the same
-    output as in a Python caller's process, no SciPy linalg loaded by it, and SciPy importable afterwards."""
+def test_parse_in_the_program_loads_no_scipy_nor_numba_compiler_and_both_still_work(
+        parser_file: Path, files: dict[str, Path]) -> None:
+    """The egnlp program's parse skips Numba's BLAS probe (egnlp.console._numba_without_blas_probe) and the
+    refresh of its compiler before cached kernels load (egnlp.console._cached_kernels_without_refresh): the
+    same output as in a Python caller's process, neither SciPy's linalg nor the implementations Numba's
+    compiler registers (typed dictionaries, polynomials) loaded by it, and both working afterwards: SciPy
+    imports, and a kernel that is not in any cache compiles and runs."""
     gold = files["es-test"]
     expected = run("parser", "parse", parser_file, gold, "-o", "-", "-q")
     assert_ok(expected)
+    run("parser", "parse", parser_file, gold, "-o", "-", "-q")  # every kernel is in the cache now
     code = ("import sys\nfrom egnlp.cli import main\n"
             f"sys.argv = ['egnlp', 'parser', 'parse', {str(parser_file)!r}, {str(gold)!r}, '-o', '-', '-q']\n"
             "try:\n    main()\nexcept SystemExit as stop:\n    assert not stop.code, stop.code\n"
-            "loaded = 'scipy.linalg' in sys.modules\n"
-            "import numba.np.arraymath as arraymath\nimport scipy.linalg\n"
-            "print('LINALG', loaded, 'BLAS', arraymath._HAVE_BLAS, scipy.linalg.__name__, file=sys.stderr)\n")
+            "loaded = [m for m in ('scipy.linalg', 'numba.typed.typeddict', 'numba.np.polynomial') "
+            "if m in sys.modules]\n"
+            "import numba.np.arraymath as arraymath\nimport scipy.linalg\nimport numpy as np\n"
+            "from numba import njit, typed, types\n"
+            "@njit\ndef fresh(x):\n    d = typed.Dict.empty(types.int64, types.float64)\n"
+            "    for v in np.sort(x):\n        d[int(v)] = np.sqrt(v)\n    total = 0.0\n"
+            "    for v in d.values():\n        total += v\n    return len(d), total\n"
+            "print('LOADED', loaded, 'BLAS', arraymath._HAVE_BLAS, scipy.linalg.__name__, "
+            "fresh(np.array([4.0, 1.0, 4.0])), file=sys.stderr)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stderr.splitlines()[-1] == "LINALG False BLAS False scipy.linalg", result.stderr[-2000:]
+    assert result.stderr.splitlines()[-1] == "LOADED [] BLAS False scipy.linalg (2, 3.0)", result.stderr[-2000:]
     assert result.stdout == expected.stdout
 
 
