@@ -20,7 +20,7 @@ ids) and :class:`ArcWeights` (the weights in the layouts the scorer reads).
 from __future__ import annotations
 
 import weakref
-from typing import NamedTuple
+from typing import Iterator, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -66,6 +66,34 @@ class ArcWeights(NamedTuple):
     """The weight vector the direct scorer reads."""
 
     w: np.ndarray  # (n_features,) float64, read-only (:func:`read_only`)
+
+
+class BetweenStore(NamedTuple):
+    """The in-between weights that :func:`_between_counted` has summed, kept for every sentence of an
+    encoded block (:meth:`ArcFeaturizer.block_arc_scores`) or made for one sentence (``n_tags`` 0).
+
+    ``ids[row, j]`` numbers the tags of column ``_BETWEEN_COLS[j]`` over the block's rows (< ``n_tags``);
+    ``memo_key``/``memo_row`` hold each trigram's key and packed ids (key 0: not looked up yet), at
+    ``((j n_tags + head tag) n_tags + modifier tag) n_tags + tag between``; ``sums`` the weight of a
+    trigram alone plus in a slot (NaN: not summed yet), at ``(((j n_tags + head tag) n_tags + modifier
+    tag) N_SLOTS + slot) n_tags + tag between``.  ``merged``: the two columns hold the same atoms (the
+    ``upos`` tag columns), so ``sums`` (j = 0) holds both trigrams' weights together.
+    """
+
+    ids: np.ndarray  # (n_rows, 2) int64
+    n_tags: int
+    merged: bool
+    memo_key: np.ndarray  # (2 n_tags^3,) uint64
+    memo_row: np.ndarray  # (2 n_tags^3,) int64
+    sums: np.ndarray  # ((1 if merged else 2) n_tags^3 N_SLOTS,) float64
+
+
+def between_store(ids: np.ndarray, n_tags: int, merged: bool) -> BetweenStore:
+    """An empty :class:`BetweenStore` for tag numbers ``ids`` below ``n_tags`` (0: none, each sentence
+    makes its own)."""
+    cube = n_tags ** 3
+    return BetweenStore(ids, n_tags, merged, np.zeros(2 * cube, dtype=np.uint64), np.empty(2 * cube, dtype=np.int64),
+                        np.full((1 if merged else 2) * cube * N_SLOTS, np.nan))
 
 
 def read_only(w: np.ndarray) -> np.ndarray:
@@ -393,10 +421,13 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 # The in-between memo of a sentence with at most this many distinct tags in a column is a dense array
 # over (column, head tag, modifier tag, tag between): 2 T^3 entries, 1 MiB of each array at 40.
 _DENSE_TAGS = 40
-# A sentence with at most this many distinct tags in a column also keeps each trigram's weights summed
-# per slot: 2 T^3 N_SLOTS floats, 1 MiB at 16 (pt_bosque dev has at most 14, the WSJ's 45 fine tags
-# exceed it in long sentences).
-_SUMMED_TAGS = 16
+# A sentence with at most this many distinct tags in a column has its words between counted
+# (_between_counted), with a BetweenStore of its own unless its block's serves: 2 T^3 N_SLOTS sums,
+# 1 MiB at 16 (pt_bosque dev has at most 14, the WSJ's 45 fine tags exceed it in long sentences).
+_COUNTED_TAGS = 16
+# A block with at most this many distinct tags in a column keeps one BetweenStore for all its sentences
+# (ArcFeaturizer.block_arc_scores): at most 3.4 MiB of sums (pt_bosque has 17 tags and the root).
+_BLOCK_TAGS = 24
 
 
 @njit(cache=True)
@@ -407,32 +438,107 @@ def _local_ids(atoms, base, n, col):
 
 
 @njit(cache=True)
-def _add_between(atoms, base, n, lookup, w, out):
-    """out[h, m] += the weights of the in-between trigrams of h -> m, fine POS then coarse, each in the
-    order of the words between: the arc sums of :func:`_arc_scores` go on in the same order.
+def _between_counted(atoms, base, n, lookup, w, out, ids, n_tags, merged, memo_key, memo_row, sums):
+    """out[h, m] += the weights of the in-between trigrams of h -> m, for a sentence with at most
+    ``_COUNTED_TAGS`` tags in a column, from the tables of a :class:`BetweenStore` (``ids`` (n + 1, 2):
+    its rows of the store's tag numbers).
+
+    The words between h and m are counted by tag, going out from h one word at a time, and an arc adds
+    each tag's count times its trigram's weights (alone and in the arc's slot), summed once per store;
+    where the two tag columns are the same atoms (``merged``), both trigrams' weights are summed together.
+    An arc then costs one term per distinct tag between instead of two per word, and with a store kept
+    for a block of sentences the weights are looked up once per block instead of once per sentence: arc
+    scoring of pt_bosque dev in 0.75 of the time with the block's store, 0.87 to 0.93 with one per
+    sentence (in process, medians of the ratios of 7 alternating rounds).  The sums are those of the
+    training features up to rounding (the terms come in another order), and do not depend on the block.
+    """
+    hash_bits = lookup.hash_bits
+    n_cols = 1 if merged else 2
+    count = np.zeros((2, n_tags), dtype=np.int64)  # the words between h and m of each tag
+    seen = np.empty((2, n_tags), dtype=np.int64)  # the tags counted, in the order they came
+    where = np.empty((2, n_tags), dtype=np.int64)  # a word of each tag counted
+    n_seen = np.zeros(2, dtype=np.int64)
+    for h in range(n + 1):
+        for step in (-1, 1):
+            for j in range(n_cols):
+                for k in range(n_seen[j]):
+                    count[j, seen[j, k]] = 0
+                n_seen[j] = 0
+            b = h + step  # the word next to h, then each word between h and m in turn
+            m = b + step
+            while 1 <= m <= n:
+                for j in range(n_cols):
+                    t = ids[b, j]
+                    if count[j, t] == 0:
+                        seen[j, n_seen[j]] = t
+                        where[j, t] = b
+                        n_seen[j] += 1
+                    count[j, t] += 1
+                slot = dirdist_slot(h, m)
+                acc = out[h, m]
+                for j in range(n_cols):
+                    at = (((j * n_tags + ids[h, j]) * n_tags + ids[m, j]) * N_SLOTS + slot) * n_tags
+                    for k in range(n_seen[j]):
+                        t = seen[j, k]
+                        v = sums[at + t]
+                        if v != v:  # not summed yet: the trigrams' weights, of one column or (merged) of both
+                            v = 0.0
+                            for c in range(j, 2 if merged else j + 1):
+                                i = ((c * n_tags + ids[h, j]) * n_tags + ids[m, j]) * n_tags + t
+                                if memo_key[i] == 0:  # keys are never 0
+                                    pcol = _BETWEEN_COLS[c]
+                                    memo_key[i] = _between_key(c, atoms[base + h, pcol], atoms[base + where[j, t], pcol],
+                                                               atoms[base + m, pcol])
+                                    memo_row[i] = -1 if hash_bits > 0 else table_lookup(lookup.table_keys,
+                                                                                         lookup.table_vals, memo_key[i])
+                                if hash_bits > 0:
+                                    key = memo_key[i]
+                                    v += w[_hashed_id(key, 0, hash_bits)] + w[_hashed_id(key, slot, hash_bits)]
+                                elif memo_row[i] >= 0:
+                                    i0, i1 = slot_id(memo_row[i], 0), slot_id(memo_row[i], slot)
+                                    v += (w[i0] if i0 >= 0 else 0.0) + (w[i1] if i1 >= 0 else 0.0)
+                            sums[at + t] = v
+                        acc += count[j, t] * v
+                out[h, m] = acc
+                b = m
+                m += step
+
+
+@njit(cache=True)
+def _add_between(atoms, base, n, lookup, w, out, store):
+    """out[h, m] += the weights of the in-between trigrams of h -> m: counted by tag
+    (:func:`_between_counted`, with ``store``'s tables unless its ``n_tags`` is 0) in a sentence with at
+    most ``_COUNTED_TAGS`` distinct tags in a column; in another, fine POS then coarse, each in the
+    order of the words between.
 
     A pass of its own after the other templates: in the same loop as the pair templates, these sums
     took about twice as long (pt_bosque dev: the direct scorer in 0.88 to 0.94 of the time, the same bits).
     In-between trigrams recur all over a sentence (on the es test set 3.7 M of them are 0.25 M distinct
-    keys; on pt_bosque dev 29 M are looked at, one in ten the first of its tags in its sentence): a
-    per-sentence memo maps (column, tags) to the key and its row, indexed by the sentence-local tag
-    numbers directly when the sentence has at most ``_DENSE_TAGS`` distinct tags in a column, and
-    through a hash of them otherwise.  With at most ``_SUMMED_TAGS`` tags, the two weights of a trigram
-    in a slot are summed once, into a table read in the order of the words between (a quarter of the
-    trigrams looked at are the first of their tags and slot): arc scoring of pt_bosque dev in 0.945 and
-    0.957 of the time (in process, medians of the ratios of 13 and 15 alternating rounds), the same bits:
-    a trigram without weights adds -0.0, which changes no float.
+    keys): a per-sentence memo maps (column, tags) to the key and its row, indexed by the sentence-local
+    tag numbers directly when the sentence has at most ``_DENSE_TAGS`` distinct tags in a column, and
+    through a hash of them otherwise.
     """
     hash_bits = lookup.hash_bits
     local_ids = (_local_ids(atoms, base, n, POS), _local_ids(atoms, base, n, CPOS))
     n_tags = max(local_ids[0].max(), local_ids[1].max()) + 1
+    if n_tags <= _COUNTED_TAGS:
+        if store.n_tags > 0:
+            _between_counted(atoms, base, n, lookup, w, out, store.ids[base : base + n + 1], store.n_tags,
+                             store.merged, store.memo_key, store.memo_row, store.sums)
+        else:
+            ids = np.empty((n + 1, 2), dtype=np.int64)
+            ids[:, 0] = local_ids[0]
+            ids[:, 1] = local_ids[1]
+            cube = n_tags * n_tags * n_tags
+            _between_counted(atoms, base, n, lookup, w, out, ids, n_tags, store.merged,
+                             np.zeros(2 * cube, dtype=np.uint64), np.empty(2 * cube, dtype=np.int64),
+                             np.full((1 if store.merged else 2) * cube * N_SLOTS, np.nan))
+        return
     dense = n_tags <= _DENSE_TAGS
     size = 2 * n_tags * n_tags * n_tags if dense else 1 << _MEMO_BITS
     memo_tags = np.full(size, -1, dtype=np.int64)  # the tags (as one number) of each entry, -1: none
     memo_key = np.empty(size, dtype=np.uint64)
     memo_row = np.empty(size, dtype=np.int64)
-    summed = n_tags <= _SUMMED_TAGS
-    sums = np.full(size * N_SLOTS if summed else 0, np.nan)  # NaN: not summed yet (weights are finite)
     for h in range(n + 1):
         for m in range(1, n + 1):
             if abs(h - m) < 2:
@@ -442,34 +548,6 @@ def _add_between(atoms, base, n, lookup, w, out):
             for j in range(2):
                 local = local_ids[j]
                 tags_hm = (j * n_tags + local[h]) * n_tags + local[m]
-                # The loop of the summed trigrams is written apart, its miss path spelled out again: one loop
-                # that tested ``summed`` for each word took 0.97 of the time, a helper for the miss path 1.2
-                # to 1.4.  Summed sentences have the dense memo (_SUMMED_TAGS <= _DENSE_TAGS): its entry is
-                # the tags' number itself.
-                if summed:
-                    at = (tags_hm * N_SLOTS + slot) * n_tags  # the sums of these tags in this slot
-                    for b in range(min(h, m) + 1, max(h, m)):
-                        v = sums[at + local[b]]
-                        if v != v:
-                            i = tags_hm * n_tags + local[b]
-                            if memo_tags[i] != i:
-                                pcol = _BETWEEN_COLS[j]
-                                memo_key[i] = _between_key(j, atoms[base + h, pcol], atoms[base + b, pcol],
-                                                           atoms[base + m, pcol])
-                                memo_tags[i] = i
-                                memo_row[i] = -1 if hash_bits > 0 else table_lookup(lookup.table_keys,
-                                                                                     lookup.table_vals, memo_key[i])
-                            if hash_bits > 0:
-                                key = memo_key[i]
-                                v = w[_hashed_id(key, 0, hash_bits)] + w[_hashed_id(key, slot, hash_bits)]
-                            elif memo_row[i] >= 0:
-                                i0, i1 = slot_id(memo_row[i], 0), slot_id(memo_row[i], slot)
-                                v = (w[i0] if i0 >= 0 else 0.0) + (w[i1] if i1 >= 0 else 0.0)
-                            else:
-                                v = -0.0  # no weights: adding -0.0 changes no float
-                            sums[at + local[b]] = v
-                        acc += v
-                    continue
                 for b in range(min(h, m) + 1, max(h, m)):
                     tags = tags_hm * n_tags + local[b]  # < 2 (n + 1)^3: exact up to a million words
                     i = tags if dense else np.int64((np.uint64(tags) * _GOLDEN) >> np.uint64(64 - _MEMO_BITS))
@@ -489,11 +567,12 @@ def _add_between(atoms, base, n, lookup, w, out):
 
 
 @njit(cache=True)
-def _arc_scores(sentence, flags, lookup, weights, out):
+def _arc_scores(sentence, flags, lookup, weights, store, out):
     """out[h, m] = w . phi(h -> m): the sums of the CSR features, computed with less work.
 
     ``sentence``: a :class:`SentenceAtoms`; ``lookup``: a :class:`KeyLookup`;
-    ``weights``: an :class:`ArcWeights`; ``out`` (n+1, n+1) float64.
+    ``weights``: an :class:`ArcWeights`; ``store``: a :class:`BetweenStore`;
+    ``out`` (n+1, n+1) float64.
     ``lookup`` gives each key its packed ids (:meth:`ArcFeaturizer.score_lookup`):
     a key's ids are consecutive, so a key costs one table lookup and its
     weights sit side by side in ``weights.w``.  Templates of the head alone, of the
@@ -552,7 +631,7 @@ def _arc_scores(sentence, flags, lookup, weights, out):
                     i0, i1 = slot_id(rows[j], 0), slot_id(rows[j], slot)
                     acc += (w[i0] if i0 >= 0 else 0.0) + (w[i1] if i1 >= 0 else 0.0)
             out[h, m] = acc
-    _add_between(atoms, base, n, lookup, w, out)
+    _add_between(atoms, base, n, lookup, w, out, store)
 
 
 @njit(cache=True)
@@ -753,13 +832,46 @@ class ArcFeaturizer:
 
     def arc_scores(self, encoded: EncodedCorpus, s: int, w: np.ndarray) -> np.ndarray:
         """Arc scores ``w . phi(h, m)`` of sentence ``s``, shape (n+1, n+1), without storing ids."""
+        rows = encoded.atoms[encoded.tok_ptr[s] : encoded.tok_ptr[s + 1]]
+        store = between_store(np.empty((0, 2), dtype=np.int64), 0, self._merged_tags(rows))
+        return self._scores(encoded, s, self._arc_weights(w), store)
+
+    def block_arc_scores(self, encoded: EncodedCorpus, w: np.ndarray) -> Iterator[np.ndarray]:
+        """The arc scores of every sentence of ``encoded`` in turn, equal to :meth:`arc_scores`'s.
+
+        The in-between trigrams' weights are summed once for the whole block (one
+        :class:`BetweenStore`) when it has at most ``_BLOCK_TAGS`` distinct tags in a column.
+        """
+        weights = self._arc_weights(w)
+        store = self._block_store(encoded)
+        for s in range(len(encoded)):
+            yield self._scores(encoded, s, weights, store)
+
+    def _block_store(self, encoded: EncodedCorpus) -> BetweenStore:
+        """The :class:`BetweenStore` of a block (``n_tags`` 0 when it has more than ``_BLOCK_TAGS`` tags)."""
+        rows = encoded.atoms
+        ids = np.empty((rows.shape[0], 2), dtype=np.int64)
+        n_tags = 0
+        for j, col in enumerate((POS, CPOS)):
+            values, ids[:, j] = np.unique(rows[:, col], return_inverse=True)
+            n_tags = max(n_tags, values.size)
+        return between_store(ids, n_tags if n_tags <= _BLOCK_TAGS else 0, self._merged_tags(rows))
+
+    def _arc_weights(self, w: np.ndarray) -> ArcWeights:
         w = np.ascontiguousarray(w, dtype=np.float64)
         if w.shape != (self.n_features,):
             raise ValueError(f"{w.shape[0]} weights for {self.n_features} features")
+        return ArcWeights(read_only(w))
+
+    def _merged_tags(self, rows: np.ndarray) -> bool:
+        """Whether the two tag columns of these atoms are the same (the ``upos`` columns, as encoded)."""
+        return self.tags == "upos" and np.array_equal(rows[:, POS], rows[:, CPOS])
+
+    def _scores(self, encoded: EncodedCorpus, s: int, weights: ArcWeights, store: BetweenStore) -> np.ndarray:
         n = encoded.length(s)
         out = np.empty((n + 1, n + 1))
-        _arc_scores(SentenceAtoms(encoded.atoms, encoded.tok_ptr[s], n), self.flags, self.score_lookup(),
-                    ArcWeights(read_only(w)), out)
+        _arc_scores(SentenceAtoms(encoded.atoms, encoded.tok_ptr[s], n), self.flags, self.score_lookup(), weights,
+                    store, out)
         return out
 
     def config(self) -> dict:

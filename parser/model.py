@@ -138,8 +138,7 @@ class Parser(NLTKBase):
         n_sib = n_arc + (self.siblings.n_features if self.siblings is not None else 0)
         arc_w, sib_w, grand_w = self.weights[:n_arc], self.weights[n_arc:n_sib], self.weights[n_sib:]
         out = []
-        for s in range(len(encoded)):
-            arc = self.featurizer.arc_scores(encoded, s, arc_w)
+        for s, arc in enumerate(self.featurizer.block_arc_scores(encoded, arc_w)):
             if self.siblings is None:
                 heads = (final_on_root_argmax(self.space.argmax, arc, self.root) if self.final_on_root and finals[s]
                          else self.space.argmax(arc, root=self.root))

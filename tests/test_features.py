@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from egnlp.corpora import load_dataset
-from egnlp.corpora.sentence import HEAD, POS, Sentence
-from egnlp.features.arc_featurizer import _DENSE_TAGS, ArcFeaturizer
+from egnlp.corpora.sentence import CPOS, HEAD, POS, Sentence
+from egnlp.features.arc_featurizer import _BLOCK_TAGS, _COUNTED_TAGS, _DENSE_TAGS, ArcFeaturizer
 from egnlp.features.arc_templates import (N_PAIR, N_SLOTS, SUFFIX, WORD, _N_BETWEEN, _N_FIXED, _head_prefixes,
                                           _modifier_atoms, _pair_keys, _prefix_pair_keys)
 from egnlp.features.csr import PartFeatures, add_sparse, collect_delta
@@ -66,11 +66,13 @@ def _assert_direct_scores_are_the_csr_sums(train, sentences, mode, seed):
     enc = f.encode(sentences)
     pf = f.part_features(enc)
     w = np.random.default_rng(seed).normal(size=f.n_features)
-    for s in range(len(sentences)):
+    for s, block in enumerate(f.block_arc_scores(enc, w)):
         lo, hi = pf.parts(s)
         k = len(sentences[s]) + 1
         np.testing.assert_allclose(pf.scores(lo, hi, w).reshape(k, k), f.arc_scores(enc, s, w),
                                    rtol=1e-12, atol=1e-9)
+        np.testing.assert_array_equal(block, f.arc_scores(enc, s, w))  # the block's store gives the same bits
+    return f, enc
 
 
 @pytest.mark.parametrize("data", ["es", "wsj"])
@@ -82,6 +84,26 @@ def test_csr_scores_equal_direct_arc_scores(data, mode):
     sentences = train[:10] + dev[:40] + [_joined(dev[40:])]  # dev words and pairs the alphabet lacks
     assert len(sentences[-1]) > 100
     _assert_direct_scores_are_the_csr_sums(train, sentences, mode, 1)
+
+
+def _coarse_only(sentence, fine):
+    """The sentence with its fine tags (XPOS) replaced: ``_`` (``fine`` False), or its coarse tags marked."""
+    return Sentence(tuple(row[:POS] + (row[CPOS] + "." if fine else "_",) + row[POS + 1:] for row in sentence.rows))
+
+
+@pytest.mark.parametrize("mode", ["alphabet", "hash"])
+@pytest.mark.parametrize("tags", ["upos", "both"])
+def test_direct_arc_scores_of_a_block_with_few_tags(mode, tags):
+    """A block of sentences with few tags keeps one in-between store; with XPOS empty (``upos``) both
+    in-between trigrams read UPOS and are summed together: the same sums as the training features, and the
+    same bits as each sentence alone."""
+    train = [_coarse_only(s, tags == "both") for s in load_dataset("es", "train")[:300]]
+    dev = [_coarse_only(s, tags == "both") for s in load_dataset("es", "dev")]
+    sentences = train[:10] + dev[:40] + [_joined(dev[40:])]
+    f, enc = _assert_direct_scores_are_the_csr_sums(train, sentences, mode, 3)
+    assert f.tags == tags and f._merged_tags(enc.atoms) == (tags == "upos")
+    assert 0 < f._block_store(enc).n_tags <= _BLOCK_TAGS
+    assert len({row[CPOS] for row in sentences[-1].rows}) < _COUNTED_TAGS  # the long sentence is counted too
 
 
 def _retagged(sentence, split):
