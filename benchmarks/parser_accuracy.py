@@ -9,7 +9,11 @@ Each run is ``egnlp parser train`` with the settings of the row, then
 ``egnlp parser parse`` on the evaluation file and ``egnlp parser evaluate
 --json`` (UAS, LAS; punctuation counted); on the UD sets also ``udeval``
 (the CoNLL 2018 scorer: UAS and LAS on universal relations) and
-``udvalidate --level 2`` (the official validator) on the output.
+``udvalidate --level 2`` (the official validator) on the output.  A
+first-order model's evaluation file is parsed a second time with
+``--no-prune`` (every arc decoded; the default prunes), and scored the same;
+its column "arcs pruned" is the share of the candidate arcs that pruning
+rules out.
 
 - ``es``, ``eu``: the data set's train and dev splits (``--data NAME``
   trains on both by default), evaluated on its test split
@@ -95,12 +99,42 @@ def run_one(spec: str, out: Path, passes: int | None, trainer: str | None = None
     trained = egnlp("parser", "train", *source, "--out", model, *options)
     train_seconds = time.perf_counter() - start
     egnlp("parser", "parse", model, gold, "-o", pred)
-    scores = json.loads(egnlp("parser", "evaluate", gold, pred, "--json").stdout)
     row = {"run": spec, "data": name, "tree": tree, "siblings": bool(extra),
            "grandparents": extra == ["grandparents"], "train_seconds": train_seconds,
-           "uas": scores["uas"],
-           "las": scores["las"], "las_universal": scores["las_universal"],
-           "space": re.search(r"; (\S+) trees", trained.stderr).group(1)}
+           **scored(gold, pred, lang), "space": re.search(r"; (\S+) trees", trained.stderr).group(1)}
+    if lang is not None:
+        checked = subprocess.run([str(BIN / "udvalidate"), "--level", "2", "--lang", lang, str(pred)],
+                                 capture_output=True, text=True)
+        row["valid"] = checked.returncode == 0
+    if not extra:  # a first-order model: decoded over every arc too (the default prunes)
+        exact = pred.with_name("every-arc" + pred.suffix)
+        egnlp("parser", "parse", model, gold, "-o", exact, "--no-prune")
+        row["every_arc"] = scored(gold, exact, lang)
+        row["pruned_share"] = pruned_share(model, gold)
+    log(f"{spec}: {row}")
+    return row
+
+
+def pruned_share(model: Path, gold: Path) -> float:
+    """The share of the n^2 candidate arcs of ``gold``'s sentences that the model's pruning rules out."""
+    import numpy as np
+
+    from egnlp.corpora import read_conll
+    from egnlp.parser.model import Parser
+
+    parser = Parser.load(model)
+    sentences = read_conll(gold)
+    featurizer = parser.featurizer
+    encoded = featurizer.encode(sentences)
+    arcs = featurizer.block_arc_scores(encoded, parser.weights[:featurizer.n_features], prune=True)
+    pruned = sum(int(np.isneginf(arc).sum()) for arc in arcs)
+    return pruned / sum(len(s) ** 2 for s in sentences)
+
+
+def scored(gold: Path, pred: Path, lang: str | None) -> dict:
+    """UAS and LAS of ``pred`` by ``parser evaluate``, and for the UD sets by ``udeval`` too."""
+    scores = json.loads(egnlp("parser", "evaluate", gold, pred, "--json").stdout)
+    row = {"uas": scores["uas"], "las": scores["las"], "las_universal": scores["las_universal"]}
     if lang is not None:
         report = subprocess.run([str(BIN / "udeval"), "-v", str(gold), str(pred)], capture_output=True, text=True,
                                 check=True).stdout
@@ -108,24 +142,29 @@ def run_one(spec: str, out: Path, passes: int | None, trainer: str | None = None
             metric = line.split("|")[0].strip()
             if metric in ("UAS", "LAS"):
                 row[f"udeval_{metric.lower()}"] = float(line.split("|")[3])
-        checked = subprocess.run([str(BIN / "udvalidate"), "--level", "2", "--lang", lang, str(pred)],
-                                 capture_output=True, text=True)
-        row["valid"] = checked.returncode == 0
-    log(f"{spec}: {row}")
     return row
 
 
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
 def table(rows: list[dict]) -> str:
-    lines = ["| data | egnlp run | tree space | UAS | LAS | reference UAS / LAS |", "|---|---|---|---:|---:|---|"]
+    lines = ["| data | egnlp run | tree space | UAS | LAS | every arc (`--no-prune`) | arcs pruned "
+             "| reference UAS / LAS |", "|---|---|---|---:|---:|---:|---:|---|"]
     for row in rows:
         uas = row.get("udeval_uas", row["uas"])
         las = row.get("udeval_las", row["las"])
+        exact = row.get("every_arc")
+        every = "" if exact is None else (f"{exact.get('udeval_uas', exact['uas']):.2f} / "
+                                          f"{_pct(exact.get('udeval_las', exact['las']))}")
         refs = "; ".join(f"{who} {u:.2f} / {v:.2f}" for who, (u, v) in REFERENCES.get(row["data"], {}).items())
         valid = "" if "valid" not in row else (" (udvalidate: valid)" if row["valid"] else " (udvalidate: INVALID)")
         run = f"--tree {row['tree']}" + (" --grandparents" if row.get("grandparents")
                                          else " --siblings" if row.get("siblings") else "")
-        lines.append(f"| {row['data']} | `{run}` | {row['space']} | {uas:.2f} | {las:.2f}{valid} "
-                     f"| {refs} |")
+        share = f"{100 * row['pruned_share']:.0f}%" if "pruned_share" in row else ""
+        lines.append(f"| {row['data']} | `{run}` | {row['space']} | {uas:.2f} | {_pct(las)}{valid} | {every} "
+                     f"| {share} | {refs} |")
     return "\n".join(lines)
 
 

@@ -22,7 +22,8 @@ from egnlp import __version__
 from egnlp.console import (AnnealOption, DecodingProgress, OrderOption, DASK_TRAINER, EG_PASSES, EG_TOL, FORMAT_HELP,
                            PARSER_C, PARSER_PASSES, PARSER_PASSES_HIGHER, PARSER_PATIENCE, PARSER_TRAINER,
                            USER_ERRORS, DaskOption, DataOption, DevOption, EncodingOption, JobsOption, JsonOption,
-                           MaxSecondsOption, ModelOut, QuietOption, SaveOnInterruptOption, SeedOption, Split, TextOut,
+                           MaxSecondsOption, ModelOut, PruneOption, QuietOption, SaveOnInterruptOption, SeedOption,
+                           Split, TextOut,
                            TrainerName, TrainingProgress, TrainOption, TreeFormat, dataset_names, fail, interrupted,
                            model_file, new_app, note, write_output_pieces, at_least_one, at_least_zero, output_name,
                            print_json, progress_printer, own_process, start_up, write_output)
@@ -354,6 +355,7 @@ def parser_parse(
     out: TextOut = "-",
     fmt: TreeFormat = typer.Option(TreeFormat.auto, "--format", help=f"{FORMAT_HELP}."),
     jobs: JobsOption = None,
+    prune: PruneOption = True,
     dask: DaskOption = None,
     encoding: EncodingOption = "utf-8",
     quiet: QuietOption = False,
@@ -368,7 +370,7 @@ def parser_parse(
         from egnlp.parser.model import Parser
 
         try:
-            parser = Parser.load(model_file(model, "MODEL"))
+            parser = Parser.load(model_file(model, "MODEL"), prune=prune)
         except USER_ERRORS as exc:
             fail(str(exc))
     count = 0

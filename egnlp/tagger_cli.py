@@ -26,7 +26,8 @@ import typer
 from egnlp.console import (AnnealOption, DecodingProgress, OrderOption, CRF_C, CRF_TRAINER, FORMAT_HELP, MAXENT_BEAM, MAXENT_PASSES, MAXENT_SIGMA2,
                            MAXENT_TRAINER, USER_ERRORS, Column, DaskOption, DataOption, DevOption, EncodingOption, InputFormat,
                            JobsOption, JsonOption, MaxSecondsOption, ModelKind, ModelOut, OutputFormat,
-                           QuietOption, SaveOnInterruptOption, SeedOption, TaggedFormat, TaggerTrainerName, TextOut,
+                           PruneOption, QuietOption, SaveOnInterruptOption, SeedOption, TaggedFormat, TaggerTrainerName,
+                           TextOut,
                            TrainingProgress, TrainOption, fail, interrupted, model_file, new_app, note, print_json,
                            report_counts, report_rate, start_up, write_output, write_output_pieces)
 
@@ -364,6 +365,7 @@ def parse_text_command(
                                    "Malt-TAB, CoNLL-2000) is an error ('egnlp parser parse' reads those); text: "
                                    "read any input as raw text."),
     jobs: JobsOption = None,
+    prune: PruneOption = True,
     encoding: EncodingOption = "utf-8",
     quiet: QuietOption = False,
 ) -> None:
@@ -385,7 +387,7 @@ def parse_text_command(
         try:
             language_name(language)
             taggers = [Tagger.load(model_file(path, "TAGGER")) for path in (tagger_model, *(more_taggers or ()))]
-            parser = Parser.load(model_file(parser_model, "PARSER"))
+            parser = Parser.load(model_file(parser_model, "PARSER"), prune=prune)
         except USER_ERRORS as exc:
             fail(str(exc))
     try:

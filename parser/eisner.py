@@ -328,12 +328,16 @@ def _augmented_scores(scores: ArrayLike, cost: ArrayLike) -> NDArray[np.float64]
     return arr + cost_arr
 
 
+class NoTreeError(ValueError):
+    """Every tree of the tree space scores -inf (its arcs are ruled out)."""
+
+
 def _solve(kernel, scores: ArrayLike, root: str, undefined: str):
     """``kernel(scores, single)`` on validated scores: its (value, result), unless every tree of the
-    tree space scores -inf (ValueError, ending with ``undefined``)."""
+    tree space scores -inf (:class:`NoTreeError`, ending with ``undefined``)."""
     value, result = kernel(_check_scores(scores), _is_single_root(root))
     if value == -np.inf:
-        raise ValueError("every tree in the tree space has score -inf" + undefined)
+        raise NoTreeError("every tree in the tree space has score -inf" + undefined)
     return value, result
 
 

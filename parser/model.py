@@ -39,6 +39,7 @@ from egnlp.corpora.files import ModelError, check_arrays, check_labels, read_npz
 from egnlp.features.arc_featurizer import ArcFeaturizer
 from egnlp.features.arc_templates import TEMPLATES_VERSION, EncodedCorpus
 from egnlp.parser.labeler import ArcLabeler
+from egnlp.parser.eisner import NoTreeError
 from egnlp.parser.evaluate import is_punct
 from egnlp.parser.trees import PROJECTIVE, check_final_on_root, check_root, final_on_root_argmax, tree_space
 
@@ -84,12 +85,17 @@ class Parser(NLTKBase):
     :class:`nltk.parse.DependencyGraph` objects.  ``tagger`` (any NLTK
     tagger, or a mapping ``{"upos": tagger, "xpos": tagger}``) tags
     sentences given as words only; see :meth:`parse_sents`.
+
+    ``prune`` (default on; an attribute, not saved with the model): a first-order parser with an
+    alphabet decodes without the arcs whose coarse tags no gold training arc joined in their direction
+    at their distance or farther (:meth:`~egnlp.features.arc_featurizer.ArcFeaturizer.arc_scores`),
+    and over every arc when that leaves no tree; off, it always decodes every arc.
     """
 
     def __init__(self, featurizer: ArcFeaturizer, weights: np.ndarray, root: str = "multi",
                  info: dict[str, Any] | None = None, labeler: ArcLabeler | None = None, tree: str = PROJECTIVE,
                  *, tagger: Any = None, siblings: SiblingFeaturizer | None = None,
-                 grand: GrandFeaturizer | None = None, final_on_root: bool = False):
+                 grand: GrandFeaturizer | None = None, final_on_root: bool = False, prune: bool = True):
         check_root(root)
         self.space = tree_space(tree)
         if final_on_root:
@@ -113,6 +119,7 @@ class Parser(NLTKBase):
         self.info = dict(info or {})
         self.labeler = labeler
         self.tagger = tagger
+        self.prune = bool(prune)
 
     @property
     def tree(self) -> str:
@@ -138,10 +145,15 @@ class Parser(NLTKBase):
         n_sib = n_arc + (self.siblings.n_features if self.siblings is not None else 0)
         arc_w, sib_w, grand_w = self.weights[:n_arc], self.weights[n_arc:n_sib], self.weights[n_sib:]
         out = []
-        for s, arc in enumerate(self.featurizer.block_arc_scores(encoded, arc_w)):
+        prune = self.prune and self.siblings is None
+        for s, arc in enumerate(self.featurizer.block_arc_scores(encoded, arc_w, prune)):
             if self.siblings is None:
-                heads = (final_on_root_argmax(self.space.argmax, arc, self.root) if self.final_on_root and finals[s]
-                         else self.space.argmax(arc, root=self.root))
+                try:
+                    heads = self._argmax(arc, finals[s])
+                except NoTreeError:  # the pruned arcs leave no tree of the space: decode every arc
+                    if not prune:
+                        raise
+                    heads = self._argmax(self.featurizer.arc_scores(encoded, s, arc_w), finals[s])
             else:
                 theta = self.siblings.scores(self.siblings.compile(encoded, s), arc, sib_w)
                 if self.grand is None:
@@ -153,6 +165,11 @@ class Parser(NLTKBase):
                     heads = grand_argmax(theta, grand, arc.shape[0], self.root)
             out.append(heads[1:].tolist())
         return out
+
+    def _argmax(self, arc: np.ndarray, final: bool) -> np.ndarray:
+        """The best tree of first-order arc scores; ``final``: the sentence ends in punctuation."""
+        return (final_on_root_argmax(self.space.argmax, arc, self.root) if self.final_on_root and final
+                else self.space.argmax(arc, root=self.root))
 
     def predict(self, sentences: Sequence[Sentence], *, jobs: int | None = 1
                 ) -> tuple[list[list[int]], list[list[str]] | None]:
@@ -349,8 +366,8 @@ class Parser(NLTKBase):
         write_npz_atomic(path, arrays, meta)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, tagger: Any = None) -> "Parser":
-        """Read a parser file (see the module docstring); ``tagger`` becomes :attr:`tagger`.
+    def load(cls, path: str | os.PathLike[str], *, tagger: Any = None, prune: bool = True) -> "Parser":
+        """Read a parser file (see the module docstring); ``tagger`` and ``prune`` become the attributes.
 
         Raises:
             ModelError: any file that is not a parser model of this format, or whose contents do not agree.
@@ -405,7 +422,7 @@ class Parser(NLTKBase):
             siblings = SiblingFeaturizer(arrays["sibling_keys"]) if order >= 2 else None
             grand = GrandFeaturizer(arrays["grand_keys"]) if order == 3 else None
             return cls(featurizer, arrays["weights"], meta["root"], info, labeler, meta["tree"], tagger=tagger,
-                       siblings=siblings, grand=grand, final_on_root=final_on_root)
+                       siblings=siblings, grand=grand, final_on_root=final_on_root, prune=prune)
         except (KeyError, ValueError, TypeError) as exc:
             raise ModelError(f"{path}: inconsistent model file ({exc})") from None
 

@@ -227,6 +227,16 @@ def test_saved_model_predicts_the_heads_the_cli_wrote(model: Path, prediction: t
     assert heads == [s.heads for s in read_conll(pred)]
 
 
+def test_parse_no_prune_decodes_every_arc(model: Path, prediction: tuple[Result, Path], files: dict[str, Path],
+                                          tmp_path: Path) -> None:
+    """--no-prune gives the trees of a parser decoding every arc; the default those of a pruning one."""
+    out = tmp_path / "exact.conll"
+    assert_ok(run("parser", "parse", model, files["test"], "-o", out, "--no-prune"))
+    sentences = read_conll(files["test"])
+    assert [s.heads for s in read_conll(out)] == Parser.load(model, prune=False).predict_heads(sentences)
+    assert [s.heads for s in read_conll(prediction[1])] == Parser.load(model, prune=True).predict_heads(sentences)
+
+
 def test_parse_latin1_input_with_encoding_option(model: Path, tmp_path: Path) -> None:
     source = tmp_path / "latin1.conll"
     source.write_bytes(GOOD.encode("latin-1"))

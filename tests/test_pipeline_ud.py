@@ -211,6 +211,11 @@ def test_portuguese_text_gives_valid_conllu_with_the_original_characters(pt: dic
     # The Python pipeline writes the same.
     python = parse_text(PT_TEXT, Tagger.load(pt["tagger"]), Parser.load(pt["parser"]), language="portuguese")
     assert to_conllu(python) == conllu
+    # --no-prune: the parser decodes every arc, from the CLI as from Python.
+    exact = folder / "pt-exact.conllu"
+    assert_ok(run("parse-text", pt["tagger"], pt["parser"], "-", "-l", "pt", "-o", exact, "--no-prune", input=PT_TEXT))
+    python = parse_text(PT_TEXT, Tagger.load(pt["tagger"]), Parser.load(pt["parser"], prune=False), language="pt")
+    assert exact.read_text(encoding="utf-8") == to_conllu(python)
 
 
 def test_tag_columns_follow_the_parser(pt: dict[str, Path], nl: dict[str, Path], en: dict[str, Path],
