@@ -207,7 +207,7 @@ PruneOption = Annotated[bool, typer.Option(
     "--prune/--no-prune",
     help="First-order parsers: leave out the arcs whose coarse tags no gold training arc joined in that "
          "direction at that distance or farther (a fifth to three fifths of them: faster, UAS -0.06 to +0.14 "
-         "on five treebanks); --no-prune decodes every arc.")]
+         "on five treebanks' test sets); --no-prune decodes every arc.")]
 DaskOption = Annotated[Optional[str], typer.Option(
     "--dask", metavar="local|ADDRESS",
     help="Run on a Dask cluster: local (a new cluster of worker processes on this machine) or the address of "
