@@ -477,7 +477,7 @@ def _between_counted(atoms, base, n, lookup, w, out, ids, n_tags, merged, memo_k
                     count[j, t] += 1
                 slot = dirdist_slot(h, m)
                 acc = out[h, m]
-                for j in range(n_cols if acc != -np.inf else 0):
+                for j in range(n_cols if acc != -np.inf else 0):  # none for a pruned arc (-inf)
                     at = (((j * n_tags + ids[h, j]) * n_tags + ids[m, j]) * N_SLOTS + slot) * n_tags
                     for k in range(n_seen[j]):
                         t = seen[j, k]
@@ -571,6 +571,10 @@ def _add_between(atoms, base, n, lookup, w, out, store):
             out[h, m] = acc
 
 
+# The pair template of the coarse hp.mp key (pair set 1, SUFFIX and CPOS: template 7 j + 6, see N_PAIR).
+_COARSE_TAG_PAIR = 7 * 1 + 6
+
+
 @njit(cache=True)
 def _allowed_arcs(prefixes, mod_atoms, atoms, base, n, lookup, allowed):
     """allowed[h, m] = False (h >= 1) where no gold training arc joined h's and m's coarse tags in the
@@ -594,7 +598,7 @@ def _allowed_arcs(prefixes, mod_atoms, atoms, base, n, lookup, allowed):
                 continue
             i = local[h] * t + local[m]
             if memo[i] == -2:
-                memo[i] = _key_row(lookup, _prefix_key(prefixes, mod_atoms, h, m, 7 + 6))  # coarse hp.mp
+                memo[i] = _key_row(lookup, _prefix_key(prefixes, mod_atoms, h, m, _COARSE_TAG_PAIR))
             r = memo[i]
             slot = dirdist_slot(h, m)
             # the slots of the arc's direction (bits 1-7 or 9-15: distance bins 1-7) from its bin on
