@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 # Where each name lives. The modules load on first use (PEP 562), so that importing
 # egnlp.corpora.errors, say, does not load the readers and NumPy: 'egnlp --help' starts faster.
 _EXPORTS = {
-    "format_conll": "conll", "parse_conll": "conll", "read_conll": "conll", "write_conll": "conll",
+    "format_conll": "conll", "format_parsed": "conll", "parse_conll": "conll", "read_conll": "conll", "write_conll": "conll",
     "DatasetInfo": "datasets", "dataset_root": "datasets", "dataset_task": "datasets", "guess_root": "datasets",
     "is_dataset": "datasets", "list_datasets": "datasets", "load_dataset": "datasets", "load_sentences": "datasets",
     "CorpusError": "errors", "DataNotFoundError": "errors", "InvalidTreeError": "errors",
@@ -20,7 +20,7 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
-    from .conll import format_conll, parse_conll, read_conll, write_conll
+    from .conll import format_conll, format_parsed, parse_conll, read_conll, write_conll
     from .datasets import (DatasetInfo, dataset_root, dataset_task, guess_root, is_dataset, list_datasets,
                            load_dataset, load_sentences)
     from .errors import CorpusError, DataNotFoundError, InvalidTreeError
@@ -53,6 +53,7 @@ __all__ = [
     "dataset_task",
     "detect_format",
     "format_conll",
+    "format_parsed",
     "guess_root",
     "is_dataset",
     "is_projective",

@@ -20,7 +20,7 @@ of at most this many tokens (:mod:`egnlp.tagger.text`), and a
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 # Column indices of a CoNLL-X / CoNLL-U word line (both have ten columns).
@@ -125,16 +125,7 @@ class Sentence:
 
     def lines(self) -> list[str]:
         """The sentence's lines in file order, without line terminators."""
-        out: list[str] = []
-        pending = iter(self.aside)
-        nxt = next(pending, None)
-        for position in range(len(self.rows) + 1):
-            while nxt is not None and nxt[0] == position:
-                out.append(nxt[1])
-                nxt = next(pending, None)
-            if position < len(self.rows):
-                out.append("\t".join(self.rows[position]))
-        return out
+        return _interleave(map("\t".join, self.rows), self.aside)
 
     def with_heads(self, heads: Sequence[int], deprels: Sequence[str] | None = None) -> Sentence:
         """Return a copy carrying predicted heads (and labels).
@@ -151,25 +142,37 @@ class Sentence:
             heads: one head per token, 0 for the root, 1..n otherwise.
             deprels: one label per token, or None.
         """
+        heads = self._checked_heads(heads, deprels)
+        return dataclasses.replace(self, rows=tuple(self._parsed_rows(heads, deprels)), aside=self._basic_aside())
+
+    def parsed_lines(self, heads: Sequence[int], deprels: Sequence[str] | None = None) -> list[str]:
+        """``self.with_heads(heads, deprels).lines()``, without building the copy: what a parser writes."""
+        heads = self._checked_heads(heads, deprels)
+        return _interleave(map("\t".join, self._parsed_rows(heads, deprels)), self._basic_aside())
+
+    def _checked_heads(self, heads: Sequence[int], deprels: Sequence[str] | None) -> list[int]:
+        """``heads`` as ints, after checking their number and range and the number of ``deprels``."""
         n = len(self.rows)
         if len(heads) != n:
             raise ValueError(f"expected {n} heads, got {len(heads)}")
         if deprels is not None and len(deprels) != n:
             raise ValueError(f"expected {n} deprels, got {len(deprels)}")
-        rows = []
-        for i, row in enumerate(self.rows):
-            head = int(heads[i])
-            if not 0 <= head <= n:
-                raise ValueError(f"head {head} of token {i + 1} is outside 0..{n}")
-            new = list(row)
-            new[HEAD] = str(head)
-            new[DEPREL] = BLANK if deprels is None else deprels[i]
-            if row[COL9].isdigit():
-                new[COL10] = BLANK
-            new[COL9] = BLANK
-            rows.append(tuple(new))
-        aside = tuple((position, text) for position, text in self.aside if not _is_empty_node(text))
-        return dataclasses.replace(self, rows=tuple(rows), aside=aside)
+        heads = list(map(int, heads))
+        if n and not (0 <= min(heads) and max(heads) <= n):
+            i = next(i for i, head in enumerate(heads) if not 0 <= head <= n)
+            raise ValueError(f"head {heads[i]} of token {i + 1} is outside 0..{n}")
+        return heads
+
+    def _parsed_rows(self, heads: list[int], deprels: Sequence[str] | None) -> list[tuple[str, ...]]:
+        """The rows of :meth:`with_heads`: HEAD and DEPREL set, column 9 cleared, and column 10 where
+        column 9 held an integer (the heads checked, :data:`_NUMBER_TEXT` their text)."""
+        labels = deprels if deprels is not None else (BLANK,) * len(heads)
+        return [(*row[:HEAD], _NUMBER_TEXT[head], label, BLANK, BLANK if row[COL9].isdigit() else row[COL10],
+                 *row[CHUNK:]) for row, head, label in zip(self.rows, heads, labels)]
+
+    def _basic_aside(self) -> tuple[tuple[int, str], ...]:
+        """The lines kept aside but the empty nodes, which belong to the enhanced graph."""
+        return tuple(item for item in self.aside if not _is_empty_node(item[1])) if self.aside else ()
 
     def with_tags(self, pos: Sequence[str] | None = None, chunks: Sequence[str] | None = None, *,
                   upos: Sequence[str] | None = None) -> Sentence:
@@ -222,6 +225,29 @@ class Sentence:
         if add_column:
             aside = tuple((position, text if text.startswith("#") else f"{text}\t{BLANK}") for position, text in aside)
         return dataclasses.replace(self, rows=tuple(rows), aside=aside)
+
+
+# The text of the numbers a head takes, 0 .. MAX_WORDS: a list index instead of str() for each word.
+_NUMBER_TEXT = [str(number) for number in range(MAX_WORDS + 1)]
+
+
+def _interleave(row_lines: Iterable[str], aside: Sequence[tuple[int, str]]) -> list[str]:
+    """The lines of a sentence in file order: the word lines ``row_lines``, and each line kept aside
+    before the word that follows it (``aside``: (words before it, line))."""
+    if not aside:
+        return list(row_lines)
+    out: list[str] = []
+    pending = iter(aside)
+    nxt = next(pending, None)
+    for position, line in enumerate(row_lines):
+        while nxt is not None and nxt[0] == position:
+            out.append(nxt[1])
+            nxt = next(pending, None)
+        out.append(line)
+    while nxt is not None:
+        out.append(nxt[1])
+        nxt = next(pending, None)
+    return out
 
 
 def _is_empty_node(line: str) -> bool:

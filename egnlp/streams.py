@@ -17,7 +17,7 @@ import itertools
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from egnlp.corpora import format_conll
+from egnlp.corpora import format_conll, format_parsed
 from egnlp.corpora.blocks import map_pieces, resolve_jobs
 from egnlp.corpora.formats import parse_as
 from egnlp.inputs import Piece
@@ -36,8 +36,8 @@ def parse_piece(job: tuple[Any, str, str, int], piece: Piece) -> Done:
     """The CoNLL text of a piece of a file parsed by ``job`` = (parser, file name, format, jobs)."""
     parser, name, fmt, jobs = job
     sentences = parse_as(piece.text, name, fmt, require_heads=False, first_line=piece.first_line)
-    parsed = parser.parse_corpus(sentences, jobs=jobs)
-    return Done(len(parsed), sum(len(s) for s in parsed), format_conll(parsed), piece.nbytes)
+    heads, labels = parser.predict(sentences, jobs=jobs)  # written as parse_corpus's copies would be
+    return Done(len(sentences), sum(len(s) for s in sentences), format_parsed(sentences, heads, labels), piece.nbytes)
 
 
 def tag_piece(job: tuple[Any, Any, str, str, str, int], piece: Piece) -> Done:

@@ -20,6 +20,7 @@ from egnlp.corpora import (
     Sentence,
     dataset_root,
     format_conll,
+    format_parsed,
     guess_root,
     is_projective,
     list_datasets,
@@ -188,6 +189,72 @@ def test_with_heads_rejects_wrong_length() -> None:
     sentence = parse_conll(conll_text([conll_line(1, "Hi", 0)]))[0]
     with pytest.raises(ValueError, match="expected 1 heads"):
         sentence.with_heads([0, 1])
+
+
+def _random_trees(sentences: list[Sentence], seed: int) -> tuple[list[list[int]], list[list[str]]]:
+    """Heads in 0..n (not trees: with_heads does not ask for one) and labels, a seeded draw for each word."""
+    import random
+
+    draw = random.Random(seed)
+    heads = [[draw.randint(0, len(s)) for _ in range(len(s))] for s in sentences]
+    labels = [[draw.choice(["nsubj", "obj", "root", "nmod:poss"]) for _ in range(len(s))] for s in sentences]
+    return heads, labels
+
+
+def _parsed_by_hand(text: str, heads: list[list[int]], labels: list[list[str]] | None) -> str:
+    """What a parser writes of CoNLL ``text``, line by line from the text itself: word lines get their
+    HEAD and DEPREL (``_`` without labels), column 9 cleared, column 10 too where column 9 is a number;
+    empty nodes (``8.1``) dropped; comments and multiword tokens kept."""
+    out = []
+    for k, block in enumerate(b for b in text.replace("\r\n", "\n").split("\n\n") if b.strip()):
+        word = 0
+        for line in block.strip("\n").split("\n"):
+            columns = line.split("\t")
+            if line.startswith("#") or "-" in columns[0]:
+                out.append(line)
+            elif "." not in columns[0]:
+                columns[6] = str(heads[k][word])
+                columns[7] = labels[k][word] if labels else "_"
+                if columns[8].isdigit():
+                    columns[9] = "_"
+                columns[8] = "_"
+                out.append("\t".join(columns))
+                word += 1
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def test_format_parsed_writes_the_input_lines_with_the_parse() -> None:
+    """On real files (UD Dutch with empty nodes, CoNLL-X Spanish and Basque), the fixture (multiword
+    tokens), CoNLL-X PHEAD/PDEPREL and a chunk column, with labels and without: the input's lines with
+    the new syntax, as :func:`_parsed_by_hand` writes them, and what ``with_heads``'s copies write."""
+    texts = [(Path(os.environ["EGNLP_UD_DIR"]) / "nl_alpino-ud-dev.conllu").read_text(encoding="utf-8"),
+             SAMPLE_CONLLU.read_text(encoding="utf-8"),
+             blocks(nltk_bytes("corpora/conll2007/esp.test").decode("utf-8"), 0, 300),
+             blocks(nltk_bytes("corpora/conll2007/eus.test").decode("latin-1"), 0, 300),
+             conll_text([conll_line(1, "Dogs", 2, "SUJ", "2", "SUJ"), conll_line(2, "bark", 0)]),
+             "1\tHe\the\tP\tPRP\t_\t2\tnsubj\t_\t_\tB-NP\n2\truns\trun\tV\tVBZ\t_\t0\troot\t_\t_\tB-VP\n\n"]
+    assert re.search(r"^\d+\.\d+\t", texts[0], re.M) and re.search(r"^\d+-\d+\t", texts[1], re.M)
+    for seed, text in enumerate(texts):
+        sentences = parse_conll(text)
+        heads, labels = _random_trees(sentences, seed)
+        for deprels in (labels, None):
+            written = format_parsed(sentences, heads, deprels)
+            assert written == _parsed_by_hand(text, heads, deprels)
+            assert written == format_conll([s.with_heads(h, deprels[k] if deprels else None)
+                                            for k, (s, h) in enumerate(zip(sentences, heads))])
+
+
+def test_parsed_lines_check_heads_as_with_heads() -> None:
+    sentence = parse_conll(conll_text([conll_line(1, "A", 2), conll_line(2, "B", 0)]))[0]
+    for bad, message in (([0], "expected 2 heads"), ([0, 3], "head 3 of token 2 is outside 0..2"),
+                         ([-1, 0], "head -1 of token 1 is outside 0..2")):
+        for method in (sentence.with_heads, sentence.parsed_lines):
+            with pytest.raises(ValueError, match=message):
+                method(bad)
+    with pytest.raises(ValueError, match="expected 2 deprels"):
+        sentence.parsed_lines([2, 0], ["dep"])
+    assert sentence.parsed_lines([2, 0]) == sentence.with_heads([2, 0]).lines()
 
 
 # --- validation ---------------------------------------------------------------------------------
