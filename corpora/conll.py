@@ -184,8 +184,9 @@ def split_blocks(text: str, first_line: int = 1) -> Iterator[Block]:
 
 def check_heads(
     head_column: Sequence[str], forms: Sequence[str], lines: Sequence[int], source: str, *, require_heads: bool
-) -> None:
-    """Check that a sentence's HEAD column forms a tree rooted at 0.
+) -> list[int] | None:
+    """Check that a sentence's HEAD column forms a tree rooted at 0; return the heads as ints (None when
+    every HEAD is ``_``), as :attr:`Sentence.heads` holds them.
 
     Args:
         head_column: the HEAD strings of the sentence's word tokens.
@@ -201,7 +202,7 @@ def check_heads(
     if all(blank):
         if require_heads:
             raise InvalidTreeError(f"{source}:{lines[0]}: HEAD is '_' on every token, but gold heads are needed")
-        return
+        return None
     if any(blank):
         first = blank.index(True)
         raise InvalidTreeError(f"{source}:{lines[first]}: HEAD is '_' while other tokens of the sentence have heads")
@@ -225,6 +226,7 @@ def check_heads(
     if cycle is not None:
         names = " -> ".join(f"{token} '{forms[token - 1]}'" for token in [*cycle, cycle[0]])
         raise InvalidTreeError(f"{source}:{lines[cycle[0] - 1]}: cycle among tokens {names}")
+    return heads
 
 
 # The plain numbers a sentence's IDs and HEADs take, 0 .. MAX_WORDS, by their text: what conllu's ID and
@@ -334,7 +336,7 @@ def _parse_block(block: Block, source: str, require_heads: bool, width: _Width, 
         columns = tuple(line.split("\t"))
         if len(columns) != width.columns:
             width.check(len(columns), number)
-        if not _plain_fields(line):
+        if _SUSPECT.search(line) or "\t\t" in line or line[0] == "\t" or line[-1] == "\t":  # _plain_fields, inline
             check_fields(line, columns, f"{source}:{number}", COLUMN_NAMES, SPACED_COLUMNS, edge_spaces)
         token_id = _NUMBERS.get(columns[ID])
         if token_id == len(rows) + 1:  # the next word, as almost every line is (a 501st word goes on to too_long)
@@ -345,10 +347,15 @@ def _parse_block(block: Block, source: str, require_heads: bool, width: _Width, 
             continue
         where = f"{source}:{number}"
         if token_id is None:
-            try:
-                token_id = parse_id_value(columns[ID])
-            except ParseException:
-                token_id = None
+            first, dash, last = columns[ID].partition("-")
+            first, last = _NUMBERS.get(first), _NUMBERS.get(last)
+            if dash and first and last and first <= last:  # a plain range, as conllu's ID parser reads it
+                token_id = (first, "-", last)
+            else:
+                try:
+                    token_id = parse_id_value(columns[ID])
+                except ParseException:
+                    token_id = None
         if isinstance(token_id, tuple):
             first, separator, last = token_id
             if columns[ID] != f"{first}{separator}{last}":
@@ -377,10 +384,9 @@ def _parse_block(block: Block, source: str, require_heads: bool, width: _Width, 
     for last, number, text in ranges:
         if last > len(rows):
             raise CorpusError(f"{source}:{number}: multiword token {text} runs past the last word, {len(rows)}")
-    check_heads(
-        [row[HEAD] for row in rows], [row[FORM] for row in rows], row_lines, source, require_heads=require_heads
-    )
-    return Sentence(rows=tuple(rows), aside=tuple(aside), source=source, line=first_line)
+    heads = check_heads([row[HEAD] for row in rows], [row[FORM] for row in rows], row_lines, source,
+                        require_heads=require_heads)
+    return Sentence.checked(tuple(rows), tuple(aside), source, first_line, heads)
 
 
 def _check_range(columns: Sequence[str], first: int, last: int, words_before: int,

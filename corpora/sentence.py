@@ -72,6 +72,16 @@ class Sentence:
         else:
             self.heads = [int(value) for value in head_column]
 
+    @classmethod
+    def checked(cls, rows: tuple[tuple[str, ...], ...], aside: tuple[tuple[int, str], ...], source: str, line: int,
+                heads: list[int] | None) -> Sentence:
+        """A sentence a reader has checked (at most :data:`MAX_WORDS` words, ``heads`` its HEAD column
+        as ints or None, as ``corpora.conll.check_heads`` gives them): the constructor without the
+        work of ``__post_init__`` a second time."""
+        sentence = cls.__new__(cls)
+        sentence.rows, sentence.aside, sentence.source, sentence.line, sentence.heads = rows, aside, source, line, heads
+        return sentence
+
     def __len__(self) -> int:
         return len(self.rows)
 
