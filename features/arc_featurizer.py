@@ -32,7 +32,8 @@ from egnlp.features.arc_templates import (_BETWEEN_COLS, TAG_COLUMNS, _N_BETWEEN
                                           _modifier_atoms, _n_sets, _prefix_key, _prefix_pair_keys, _token_keys,
                                           arc_keys, dirdist_slot, encode)
 from egnlp.features.csr import PartFeatures
-from egnlp.features.hashing import KeyTable, StringHasher, cached_lookup, combine, new_cache, table_lookup
+from egnlp.features.hashing import (KeyTable, StringHasher, cached_lookup, combine, new_cache, popcount,
+                                    table_lookup)
 
 
 class SentenceAtoms(NamedTuple):
@@ -235,11 +236,7 @@ def slot_id(packed, slot):
     mask = packed & 0xFFFF
     if (mask >> slot) & 1 == 0:
         return np.int64(-1)
-    x = mask & ((1 << slot) - 1)  # the slots below, counted by a 16-bit popcount
-    x = x - ((x >> 1) & 0x5555)
-    x = (x & 0x3333) + ((x >> 2) & 0x3333)
-    x = (x + (x >> 4)) & 0x0F0F
-    return (packed >> 16) + ((x + (x >> 8)) & 0x1F)
+    return (packed >> 16) + popcount(mask & ((1 << slot) - 1))  # the first id, then one per slot below
 
 
 @njit(cache=True)

@@ -62,7 +62,7 @@ from egnlp.features.arc_templates import (_BETWEEN_COLS, K_FEATS, N_PAIR, N_SLOT
                                           _between_key, _bias_key, _head_pair_keys, _head_prefixes, _modifier_atoms,
                                           _n_sets, _pair_used, _token_keys, dirdist_slot)
 from egnlp.features.csr import gather_nonzero
-from egnlp.features.hashing import combine
+from egnlp.features.hashing import combine, popcount
 
 
 class CompiledSentence(NamedTuple):
@@ -107,14 +107,6 @@ def _set_entry(ent_ids, e, key, packed, hash_bits):
 
 _UNKNOWN = -2
 _QUEUED = -3
-
-
-@njit(cache=True)
-def _popcount16(x):
-    x = x - ((x >> 1) & 0x5555)
-    x = (x & 0x3333) + ((x >> 2) & 0x3333)
-    x = (x + (x >> 4)) & 0x0F0F
-    return (x + (x >> 8)) & 0x1F
 
 
 @njit(cache=True)
@@ -284,7 +276,7 @@ def _pair_ids(sentence, flags, table, tag_table, hash_bits, known, pair_ptr, pai
                     mask = p & 0xFFFF if p >= 0 else 0
                     pair_ids[c] = p >> 16
                     c += mask & 1
-                    pair_ids[c] = (p >> 16) + _popcount16(mask & below)
+                    pair_ids[c] = (p >> 16) + popcount(mask & below)
                     c += (mask >> slot) & 1
     pair_ptr[size * size] = c
 

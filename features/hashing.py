@@ -14,7 +14,9 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core.extending import intrinsic
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -51,6 +53,22 @@ class StringHasher:
                 if text not in cache:
                     cache[text] = hash_string(text)
             return np.fromiter(map(cache.__getitem__, texts), dtype=np.int64, count=len(texts))
+
+
+@intrinsic
+def popcount(typingctx, x):
+    """The number of bits set in the int64 ``x``: LLVM's ctpop, one instruction where the processor has
+    one.  In the direct scorer's weight reads (:func:`egnlp.features.arc_featurizer.slot_id`) it took
+    0.96 of the time of a 16-bit popcount written out in shifts and masks (pt_bosque dev x8, in process,
+    median ratio of 5 alternating rounds), the same sums."""
+    if not isinstance(x, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        value = context.cast(builder, args[0], signature.args[0], types.int64)
+        return builder.call(builder.module.declare_intrinsic("llvm.ctpop", [ir.IntType(64)]), [value])
+
+    return types.int64(x), codegen
 
 
 @njit(cache=True)

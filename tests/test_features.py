@@ -23,6 +23,25 @@ def test_string_hash_is_stable_across_processes_and_versions():
     assert hash_string("<root>") == 2117128791956475970
 
 
+def test_popcount_counts_the_bits_of_any_integer():
+    from numba import njit
+
+    from egnlp.features.hashing import popcount
+
+    @njit
+    def counts(values):
+        out = np.empty(values.shape[0], dtype=np.int64)
+        for i in range(values.shape[0]):
+            out[i] = popcount(values[i])
+        return out
+
+    rng = np.random.default_rng(0)
+    values = np.concatenate([rng.integers(-2**63, 2**63 - 1, size=2000, dtype=np.int64), [0, -1, 1, 0xFFFF, -2**63]])
+    assert counts(values).tolist() == [bin(int(v) & (2**64 - 1)).count("1") for v in values]
+    masks = np.arange(1 << 16, dtype=np.uint16)  # every 16-bit slot mask, the packed ids' low bits
+    assert counts(masks).tolist() == [bin(int(m)).count("1") for m in masks]
+
+
 def test_key_table_finds_every_key_and_only_those():
     rng = np.random.default_rng(0)
     keys = np.unique(rng.integers(1, 2**63, size=5000, dtype=np.int64).astype(np.uint64))
