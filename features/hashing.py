@@ -113,9 +113,9 @@ def table_lookup(table_keys, table_vals, key):
 CACHE_SIZE = 1 << 14
 
 
-def new_cache() -> tuple[np.ndarray, np.ndarray]:
-    """Work arrays for :func:`cached_lookup` (empty: all keys 0)."""
-    return np.zeros(CACHE_SIZE, dtype=np.uint64), np.zeros(CACHE_SIZE, dtype=np.int64)
+def new_cache(size: int = CACHE_SIZE) -> tuple[np.ndarray, np.ndarray]:
+    """Work arrays for :func:`cached_lookup` of ``size`` entries, a power of two (empty: all keys 0)."""
+    return np.zeros(size, dtype=np.uint64), np.zeros(size, dtype=np.int64)
 
 
 @njit(cache=True)
