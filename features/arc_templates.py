@@ -37,10 +37,16 @@ as ``atoms``, the row ``base`` of its root and its number of words ``n``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 from numba import njit
 
+from egnlp.corpora.sentence import CPOS as CPOS_COLUMN
+from egnlp.corpora.sentence import FEATS as FEATS_COLUMN
+from egnlp.corpora.sentence import FORM as FORM_COLUMN
+from egnlp.corpora.sentence import LEMMA as LEMMA_COLUMN
+from egnlp.corpora.sentence import POS as POS_COLUMN
 from egnlp.features.hashing import StringHasher, combine, hash_string
 
 WORD, PREFIX, POS, CPOS, LEMMA, FEATS, SUFFIX = 0, 1, 2, 3, 4, 5, 6
@@ -87,13 +93,16 @@ TAG_COLUMNS = ("both", "upos", "xpos")
 
 
 def encode(sentences, hasher: StringHasher | None = None, tags: str = "both") -> EncodedCorpus:
-    """Turn sentences (``forms``, ``lemmas``, ``cpos``, ``pos``, ``feats``) into atoms.
+    """Turn :class:`~egnlp.corpora.Sentence` objects (FORM, LEMMA, CPOSTAG, POSTAG and FEATS) into atoms.
 
     ``tags`` says which tag columns the POS and coarse-POS atoms read:
     ``both`` (POS from POSTAG / CoNLL-U XPOS, coarse from CPOSTAG / UPOS),
     ``upos`` (both from CPOSTAG / UPOS: for treebanks whose XPOS is ``_``) or
     ``xpos`` (POS from POSTAG, the coarse tag its first character: for
     treebanks without a coarse tag column, e.g. the WSJ).
+
+    The columns are read off the rows, each form lowered once and a tag column hashed once where two
+    atoms read it: pt_bosque dev x8 in 0.24 s against 0.30 s through the Sentence properties.
     """
     if tags not in TAG_COLUMNS:
         raise ValueError(f"tags must be one of {', '.join(TAG_COLUMNS)}, not {tags!r}")
@@ -105,17 +114,24 @@ def encode(sentences, hasher: StringHasher | None = None, tags: str = "both") ->
     atoms[tok_ptr[:-1]] = hasher(ROOT_TOKEN)
     words = np.ones(atoms.shape[0], dtype=bool)  # every row but the roots, one column hashed at a time
     words[tok_ptr[:-1]] = False
-    forms = [form for sent in sentences for form in sent.forms]
-    pos = [tag for sent in sentences for tag in sent.pos]
-    cpos = [tag for sent in sentences for tag in sent.cpos]
+    rows = [row for sent in sentences for row in sent.rows]
+    forms = list(map(itemgetter(FORM_COLUMN), rows))
+    lowered = list(map(str.lower, forms))
+    prefixes = [form[:PREFIX_LEN] for form in lowered]
     atoms[words, WORD] = hasher.array(forms)
-    atoms[words, PREFIX] = hasher.array([form.lower()[:PREFIX_LEN] for form in forms])
-    atoms[words, POS] = hasher.array(cpos if tags == "upos" else pos)
-    atoms[words, CPOS] = hasher.array([tag[:1] for tag in pos] if tags == "xpos" else cpos)
-    atoms[words, LEMMA] = hasher.array([lemma.lower() if lemma != "_" else form.lower()[:PREFIX_LEN]
-                                        for sent in sentences for form, lemma in zip(sent.forms, sent.lemmas)])
-    atoms[words, FEATS] = hasher.array([feats for sent in sentences for feats in sent.feats])
-    atoms[words, SUFFIX] = hasher.array([form.lower()[-SUFFIX_LEN:] for form in forms])
+    atoms[words, PREFIX] = hasher.array(prefixes)
+    coarse = hasher.array(list(map(itemgetter(CPOS_COLUMN), rows))) if tags != "xpos" else None
+    if tags == "upos":
+        atoms[words, POS] = coarse
+        atoms[words, CPOS] = coarse
+    else:
+        fine = list(map(itemgetter(POS_COLUMN), rows))
+        atoms[words, POS] = hasher.array(fine)
+        atoms[words, CPOS] = hasher.array([tag[:1] for tag in fine]) if tags == "xpos" else coarse
+    atoms[words, LEMMA] = hasher.array([lemma.lower() if lemma != "_" else prefix
+                                        for lemma, prefix in zip(map(itemgetter(LEMMA_COLUMN), rows), prefixes)])
+    atoms[words, FEATS] = hasher.array(list(map(itemgetter(FEATS_COLUMN), rows)))
+    atoms[words, SUFFIX] = hasher.array([form[-SUFFIX_LEN:] for form in lowered])
     return EncodedCorpus(tok_ptr, atoms)
 
 
