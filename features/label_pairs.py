@@ -85,14 +85,57 @@ def columns_and_pairs(ptr, pred, labels, n_predicates, n_labels):
     return pr_ptr, pr_event, feat_ptr, feat_pred, feat_label, counts
 
 
+def label_scores(ev_ptr, ev_pred, feat_ptr, feat_label, w, n_labels, dense=None):
+    """sum_t w_t f_t(x_i, y) for every event i and label y: shape (N, n_labels).
+
+    ``dense``: the :func:`dense_rows` of these features and weights, or None.
+    """
+    dense_row, rows = dense if dense is not None else (_NO_DENSE_ROW, np.zeros((0, n_labels)))
+    return _label_scores(ev_ptr, ev_pred, feat_ptr, feat_label, w, n_labels, dense_row, rows)
+
+
+# A predicate with at least this many labels gets a dense row of weights (dense_rows): on pt_bosque dev x8
+# (39 labels) 1,253 of 91,883 predicates, 0.37 MiB, that hold 88% of the entries the events read; the label
+# scores in 0.76 of the time (0.130 s against 0.172 s, in process, min of 5; 12 labels: 0.155 s), the same bits.
+DENSE_LABELS = 8
+_NO_DENSE_ROW = np.zeros(0, dtype=np.int64)
+
+
 @njit(cache=True)
-def label_scores(ev_ptr, ev_pred, feat_ptr, feat_label, w, n_labels):
-    """sum_t w_t f_t(x_i, y) for every event i and label y: shape (N, n_labels)."""
+def dense_rows(feat_ptr, feat_label, w, n_labels, min_labels):
+    """The weights of each predicate with at least ``min_labels`` labels as one dense row over the labels
+    (0.0 for a label it does not have): ``(row of each predicate, -1 for none (P,), rows (R, n_labels))``."""
+    n_predicates = feat_ptr.shape[0] - 1
+    row_of = np.full(n_predicates, -1, dtype=np.int64)
+    n_rows = 0
+    for p in range(n_predicates):
+        if feat_ptr[p + 1] - feat_ptr[p] >= min_labels:
+            row_of[p] = n_rows
+            n_rows += 1
+    rows = np.zeros((n_rows, n_labels))
+    for p in range(n_predicates):
+        if row_of[p] >= 0:
+            for t in range(feat_ptr[p], feat_ptr[p + 1]):
+                rows[row_of[p], feat_label[t]] = w[t]
+    return row_of, rows
+
+
+@njit(cache=True)
+def _label_scores(ev_ptr, ev_pred, feat_ptr, feat_label, w, n_labels, dense_row, dense):
+    """:func:`label_scores`; a predicate with a dense row (``dense_row`` empty: none has) adds the whole
+    row, in the same order as its features would: an absent label gets +0.0, which changes no sum
+    (the sums start at +0.0 and never become -0.0)."""
     n = ev_ptr.shape[0] - 1
     out = np.zeros((n, n_labels))
+    has_dense = dense_row.shape[0] > 0
     for i in range(n):
         for j in range(ev_ptr[i], ev_ptr[i + 1]):
             p = ev_pred[j]
+            if has_dense and dense_row[p] >= 0:
+                r = dense_row[p]
+                for y in range(n_labels):
+                    out[i, y] += dense[r, y]
+                continue
             for t in range(feat_ptr[p], feat_ptr[p + 1]):
                 out[i, feat_label[t]] += w[t]
     return out

@@ -25,7 +25,7 @@ from egnlp.corpora import Sentence
 from egnlp.features.arc_labels import feature_atoms, label_keys
 from egnlp.features.arc_templates import EncodedCorpus
 from egnlp.features.hashing import KeyTable, table_lookup
-from egnlp.features.label_pairs import label_scores
+from egnlp.features.label_pairs import DENSE_LABELS, dense_rows, label_scores
 
 
 @njit(cache=True)
@@ -83,7 +83,7 @@ class ArcLabeler:
         self.keys = np.ascontiguousarray(keys, dtype=np.uint64)
         self.feat_ptr = np.ascontiguousarray(feat_ptr, dtype=np.int64)
         self.feat_label = np.ascontiguousarray(feat_label, dtype=np.int64)
-        self.weights = np.ascontiguousarray(weights, dtype=np.float64)
+        self.weights = weights
         n = self.feat_label.shape[0]
         if self.root_ok.shape != (L,) or self.other_ok.shape != (L,) or not self.root_ok.any() \
                 or not self.other_ok.any():
@@ -97,6 +97,16 @@ class ArcLabeler:
             raise ValueError(f"{self.weights.shape[0]} weights for {n} features, labels in [0, {L})")
         self.table = KeyTable(self.keys)
 
+    @property
+    def weights(self) -> np.ndarray:
+        """The feature weights (n,) float64."""
+        return self._weights
+
+    @weights.setter
+    def weights(self, value: np.ndarray) -> None:
+        self._weights = np.ascontiguousarray(value, dtype=np.float64)
+        self._dense: tuple[np.ndarray, np.ndarray] | None = None  # label_pairs.dense_rows, when first scored
+
     def events(self, sentences: Sequence[Sentence], encoded: EncodedCorpus,
                heads_list: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
         """Predicate ids of every word's arc in the trees ``heads_list`` of ``sentences`` (encoded as
@@ -105,7 +115,12 @@ class ArcLabeler:
 
     def scores(self, events: tuple[np.ndarray, np.ndarray], weights: np.ndarray | None = None) -> np.ndarray:
         """Label scores (words, labels) of encoded events under ``weights`` (default: the model's)."""
-        w = self.weights if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+        if weights is None:  # the model's own weights: the frequent predicates' dense rows, built once
+            if self._dense is None:
+                self._dense = dense_rows(self.feat_ptr, self.feat_label, self.weights, len(self.labels), DENSE_LABELS)
+            return label_scores(events[0], events[1], self.feat_ptr, self.feat_label, self.weights,
+                                len(self.labels), self._dense)
+        w = np.ascontiguousarray(weights, dtype=np.float64)
         return label_scores(events[0], events[1], self.feat_ptr, self.feat_label, w, len(self.labels))
 
     def best(self, scores: np.ndarray, at_root: np.ndarray) -> np.ndarray:

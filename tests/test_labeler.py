@@ -68,6 +68,13 @@ def test_labeler_learns_the_labels_of_gold_trees(es_small):
     majority = Counter(label for s in train for label in s.deprels).most_common(1)[0][0]
     assert accuracy > 0.85 and accuracy > np.mean([g == majority for g in gold]) + 0.25
     assert result.final.dev == pytest.approx(100 * accuracy)
+    # the model's own weights go through dense rows for its frequent predicates: the same scores, bit for bit
+    events = labeler.events(dev, featurizer.encode(dev), [s.heads for s in dev])
+    dense = labeler.scores(events)
+    assert labeler._dense is not None and labeler._dense[1].shape[0] > 0  # some predicates have a dense row
+    assert np.array_equal(dense.view(np.int64), labeler.scores(events, labeler.weights).view(np.int64))
+    labeler.weights = labeler.weights * 2  # new weights drop the rows built from the old ones
+    assert labeler._dense is None and np.array_equal(labeler.scores(events), 2 * dense)
     assert result.records[-1].primal < result.records[0].primal
     # the root constraint: root-only labels (es: ROOT) exactly on the words attached to the root
     root_only = {label for label, ok_root, ok_other in zip(labeler.labels, labeler.root_ok, labeler.other_ok)
