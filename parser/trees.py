@@ -125,4 +125,7 @@ def final_on_root_argmax(argmax: Callable, scores: np.ndarray, root: str = "sing
     inner = np.array(scores[:n, :n], dtype=np.float64)
     inner[0, 1:] += scores[1:n, n]
     heads = argmax(inner, root=root)
-    return np.append(heads, np.flatnonzero(heads[1:] == 0)[0] + 1).astype(heads.dtype)
+    out = np.empty(n + 1, dtype=heads.dtype)
+    out[:n] = heads
+    out[n] = np.argmin(heads[1:]) + 1  # the root's one child: the only word with head 0, the least head
+    return out
