@@ -71,6 +71,27 @@ def popcount(typingctx, x):
     return types.int64(x), codegen
 
 
+@intrinsic
+def prefetch(typingctx, array, index):
+    """Ask the processor to bring ``array[index]`` (a 1-D contiguous array) toward its caches: LLVM's
+    prefetch, a read with high locality.  It changes no value, and an address past the array does not
+    fault; a lookup that comes later finds the line there instead of waiting for it."""
+    if not (isinstance(array, types.Array) and array.ndim == 1 and array.layout == "C"
+            and isinstance(index, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        at = builder.gep(data, [context.cast(builder, args[1], signature.args[1], types.intp)])
+        byte = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = builder.module.declare_intrinsic("llvm.prefetch", fnty=ir.FunctionType(ir.VoidType(), [byte, i32, i32, i32]))
+        builder.call(fn, [builder.bitcast(at, byte), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return types.void(array, index), codegen
+
+
 @njit(cache=True)
 def combine(seed, value):
     """Mix the int64 ``value`` into the uint64 ``seed`` (boost-style combine + splitmix finaliser)."""

@@ -42,6 +42,27 @@ def test_popcount_counts_the_bits_of_any_integer():
     assert counts(masks).tolist() == [bin(int(m)).count("1") for m in masks]
 
 
+def test_prefetch_changes_nothing_and_never_faults():
+    from numba import njit
+
+    from egnlp.features.hashing import prefetch
+
+    @njit
+    def summed(values, indices):
+        total = 0.0
+        for i in indices:
+            prefetch(values, i)  # past the end too: a hint, never a read
+        for i in indices:
+            if 0 <= i < values.shape[0]:
+                total += values[i]
+        return total
+
+    values = np.arange(1000, dtype=np.float64)
+    indices = np.array([0, 999, 1000, 10**12, 5, -3], dtype=np.int64)
+    assert summed(values, indices) == 0 + 999 + 5
+    assert summed(values, np.array([np.uint64(2**63 + 7)], dtype=np.uint64).view(np.int64)) == 0
+
+
 def test_key_table_finds_every_key_and_only_those():
     rng = np.random.default_rng(0)
     keys = np.unique(rng.integers(1, 2**63, size=5000, dtype=np.int64).astype(np.uint64))
