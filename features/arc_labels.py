@@ -30,8 +30,12 @@ Every template instance is a non-zero uint64 key, as for the arc features.
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 import numpy as np
 from numba import njit
+
+from egnlp.corpora.sentence import FEATS as FEATS_COLUMN
 
 from egnlp.features.arc_templates import CPOS, FEATS, LEMMA, POS, PREFIX, WORD, _PAD_LEFT, _PAD_RIGHT, dirdist_slot
 from egnlp.features.hashing import StringHasher, combine
@@ -44,22 +48,36 @@ KEYS_PER_MOD_FEATURE = 3
 KEYS_PER_HEAD_FEATURE = 1
 
 
-def feature_atoms(sentences, hasher: StringHasher | None = None) -> tuple[np.ndarray, np.ndarray]:
+def feature_atoms(sentences, hasher: StringHasher | None = None,
+                  memo: dict[str, tuple[int, ...]] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Each word's morphological features (FEATS split at ``|``; ``_`` is none) as atoms, laid out
     like the rows of an encoded corpus (a root row with none first in each sentence): CSR
-    ``(feat_ptr (rows + 1,), feats)``."""
+    ``(feat_ptr (rows + 1,), feats)``.
+
+    ``memo`` (FEATS text -> its atoms), kept by the caller across calls, spares splitting and hashing a
+    FEATS value again: pt_bosque dev x8 in 0.040 s against 0.079 s (in process, 3 rounds); it is
+    emptied when it holds :data:`FEATS_MEMO` values.
+    """
     hasher = hasher or StringHasher()
+    memo = {} if memo is None else memo
+    if len(memo) > FEATS_MEMO:
+        memo.clear()
     counts = []
-    values: list[str] = []
+    values: list[int] = []
     for sentence in sentences:
         counts.append(0)  # the root row
-        for feats in sentence.feats:
-            parts = [] if feats == "_" else feats.split("|")
-            counts.append(len(parts))
-            values.extend(parts)
+        for feats in map(itemgetter(FEATS_COLUMN), sentence.rows):
+            atoms = memo.get(feats)
+            if atoms is None:
+                atoms = memo[feats] = tuple(hasher(part) for part in ([] if feats == "_" else feats.split("|")))
+            counts.append(len(atoms))
+            values.extend(atoms)
     feat_ptr = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=feat_ptr[1:])
-    return feat_ptr, hasher.array(values) if values else np.zeros(0, dtype=np.int64)
+    return feat_ptr, np.array(values, dtype=np.int64)
+
+
+FEATS_MEMO = 1 << 16
 
 
 @njit(cache=True, inline="always")  # inlined: its calls pass many different literals, one compile each otherwise

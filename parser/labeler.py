@@ -44,10 +44,12 @@ def _lookup(table_keys, table_vals, ev_ptr, keys):
     return out_ptr, ids[:c]
 
 
-def arc_label_keys(sentences: Sequence[Sentence], encoded: EncodedCorpus,
-                   heads_list: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
-    """The label template keys of every word's arc (:func:`~egnlp.features.arc_labels.label_keys`)."""
-    return label_keys(encoded.tok_ptr, encoded.atoms, encoded.heads_rows(heads_list), *feature_atoms(sentences))
+def arc_label_keys(sentences: Sequence[Sentence], encoded: EncodedCorpus, heads_list: Sequence[Sequence[int]],
+                   feats_memo: dict[str, tuple[int, ...]] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The label template keys of every word's arc (:func:`~egnlp.features.arc_labels.label_keys`);
+    ``feats_memo``: see :func:`~egnlp.features.arc_labels.feature_atoms`."""
+    return label_keys(encoded.tok_ptr, encoded.atoms, encoded.heads_rows(heads_list),
+                      *feature_atoms(sentences, memo=feats_memo))
 
 
 def predicate_ids(table: KeyTable, ev_ptr: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -96,6 +98,7 @@ class ArcLabeler:
         if self.weights.shape != (n,) or (n and (self.feat_label.min() < 0 or self.feat_label.max() >= L)):
             raise ValueError(f"{self.weights.shape[0]} weights for {n} features, labels in [0, {L})")
         self.table = KeyTable(self.keys)
+        self._feats_memo: dict[str, tuple[int, ...]] = {}  # FEATS text -> its atoms, for every call of events
 
     @property
     def weights(self) -> np.ndarray:
@@ -111,7 +114,7 @@ class ArcLabeler:
                heads_list: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
         """Predicate ids of every word's arc in the trees ``heads_list`` of ``sentences`` (encoded as
         ``encoded``): CSR ``(ev_ptr, ids)``."""
-        return predicate_ids(self.table, *arc_label_keys(sentences, encoded, heads_list))
+        return predicate_ids(self.table, *arc_label_keys(sentences, encoded, heads_list, self._feats_memo))
 
     def scores(self, events: tuple[np.ndarray, np.ndarray], weights: np.ndarray | None = None) -> np.ndarray:
         """Label scores (words, labels) of encoded events under ``weights`` (default: the model's)."""

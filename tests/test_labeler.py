@@ -50,6 +50,24 @@ def test_keys_per_arc_follow_the_tree():
     assert set(keys[ev_ptr[0]:ev_ptr[1]]) == set(keys2[ptr2[0]:ptr2[1]])  # "Vi" sees neither
 
 
+def test_feature_atoms_with_a_memo_are_those_without(monkeypatch):
+    from egnlp.features import arc_labels
+    from egnlp.features.hashing import hash_string
+
+    sentences = load_dataset("nl-alpino", "dev")[:300]  # UD FEATS, several attributes a word
+    memo: dict = {}
+    for start in (0, 100, 0):  # a memo kept across calls, and one that gives what it holds again
+        block = sentences[start:start + 200]
+        ptr, atoms = arc_labels.feature_atoms(block)
+        ptr2, atoms2 = arc_labels.feature_atoms(block, memo=memo)
+        assert np.array_equal(ptr, ptr2) and np.array_equal(atoms, atoms2)
+    first = next(f for s in sentences for f in s.feats if "|" in f)
+    assert memo[first] == tuple(hash_string(part) for part in first.split("|")) and memo["_"] == ()
+    monkeypatch.setattr(arc_labels, "FEATS_MEMO", 3)  # a full memo is emptied before it is read again
+    arc_labels.feature_atoms(sentences[:10], memo=memo)
+    assert 0 < len(memo) <= len({f for s in sentences[:10] for f in s.feats})
+
+
 @pytest.fixture(scope="module")
 def es_small():
     train = load_dataset("es", "train")[:400]
