@@ -15,6 +15,7 @@ Why a second stage rather than labeled arc parts: ``docs/labels.md``.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -134,15 +135,11 @@ class ArcLabeler:
     def label(self, sentences: Sequence[Sentence], encoded: EncodedCorpus,
               heads_list: Sequence[Sequence[int]]) -> list[list[str]]:
         """DEPREL of every word of the trees ``heads_list`` (one list of heads per sentence, 0 = root)."""
-        ids = self.best(self.scores(self.events(sentences, encoded, heads_list)),
-                        np.concatenate([np.asarray(h, dtype=np.int64) == 0 for h in heads_list])
-                        if heads_list else np.zeros(0, dtype=np.bool_))
-        out = []
-        start = 0
-        for heads in heads_list:
-            out.append([self.labels[k] for k in ids[start:start + len(heads)]])
-            start += len(heads)
-        return out
+        at_root = np.array(list(itertools.chain.from_iterable(heads_list)), dtype=np.int64) == 0
+        names = [self.labels[k] for k in self.best(self.scores(self.events(sentences, encoded, heads_list)),
+                                                   at_root).tolist()]
+        ends = itertools.accumulate(map(len, heads_list))
+        return [names[end - len(heads):end] for heads, end in zip(heads_list, ends)]
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The arrays of a model file (the labels are stored by the caller's metadata)."""
