@@ -36,7 +36,6 @@ import numpy as np
 from numba import njit
 
 from egnlp.corpora.sentence import FEATS as FEATS_COLUMN
-
 from egnlp.features.arc_templates import CPOS, FEATS, LEMMA, POS, PREFIX, WORD, _PAD_LEFT, _PAD_RIGHT, dirdist_slot
 from egnlp.features.hashing import StringHasher, combine
 
