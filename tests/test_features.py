@@ -5,7 +5,8 @@ import pytest
 
 from egnlp.corpora import load_dataset
 from egnlp.corpora.sentence import CPOS, HEAD, POS, Sentence
-from egnlp.features.arc_featurizer import _BLOCK_TAGS, _COUNTED_TAGS, _DENSE_TAGS, ArcFeaturizer
+from egnlp.features.arc_featurizer import (_BLOCK_TAGS, _COUNTED_TAGS, _DENSE_TAGS, TOKEN_MEMO_SIZE, ArcFeaturizer,
+                                          token_store)
 from egnlp.features.arc_templates import (N_PAIR, N_SLOTS, SUFFIX, WORD, _N_BETWEEN, _N_FIXED, _head_prefixes,
                                           _modifier_atoms, _pair_keys, _prefix_pair_keys)
 from egnlp.features.csr import PartFeatures, add_sparse, collect_delta
@@ -113,6 +114,25 @@ def _assert_direct_scores_are_the_csr_sums(train, sentences, mode, seed):
                                    rtol=1e-12, atol=1e-9)
         np.testing.assert_array_equal(block, f.arc_scores(enc, s, w))  # the block's store gives the same bits
     return f, enc
+
+
+@pytest.mark.parametrize("mode", ["alphabet", "hash"])
+def test_tokens_found_in_the_token_store_get_the_sums_kept_for_them(sentences, mode):
+    """The arc scores with a block's TokenStore that already holds the tokens (a second pass) are those of
+    a fresh store, bit for bit; with one or two entries, tokens that share an entry get their own sums."""
+    f = ArcFeaturizer.for_corpus(sentences, mode, hash_bits=18)
+    f.fit(f.encode(sentences), [s.heads for s in sentences])
+    enc = f.encode(sentences)
+    w = np.random.default_rng(3).normal(size=f.n_features)
+    fresh = [f.arc_scores(enc, s, w) for s in range(len(enc))]
+    weights = f._arc_weights(w)
+    distinct = len({tuple(row) for row in enc.atoms})
+    for size in (1, 2, TOKEN_MEMO_SIZE):
+        tokens, store = token_store(size), f._block_store(enc)
+        for _ in range(2):
+            for s in range(len(enc)):
+                np.testing.assert_array_equal(f._scores(enc, s, weights, store, tokens), fresh[s])
+        assert tokens.filled.sum() == size if size < distinct else tokens.filled.sum() > 0.9 * distinct
 
 
 @pytest.mark.parametrize("data", ["es", "wsj"])
