@@ -36,7 +36,7 @@ from egnlp.corpora.blocks import map_blocks
 from egnlp.corpora.sentence import BLANK, CPOS, DEPREL, FEATS, FORM, HEAD, LEMMA, POS
 from egnlp.corpora.nltk_bases import NLTKBase, nltk_base
 from egnlp.corpora.files import ModelError, check_arrays, check_labels, read_npz, write_npz_atomic
-from egnlp.features.arc_featurizer import ArcFeaturizer
+from egnlp.features.arc_featurizer import ArcFeaturizer, ArcWeights
 from egnlp.features.arc_templates import TEMPLATES_VERSION, EncodedCorpus
 from egnlp.parser.labeler import ArcLabeler
 from egnlp.parser.eisner import NoTreeError
@@ -120,6 +120,7 @@ class Parser(NLTKBase):
         self.labeler = labeler
         self.tagger = tagger
         self.prune = bool(prune)
+        self._arc_weights: ArcWeights | None = None  # the arc weights as the direct scorer reads them, made once
 
     @property
     def tree(self) -> str:
@@ -143,7 +144,10 @@ class Parser(NLTKBase):
         """Heads of each encoded sentence; ``finals``: whether each ends in punctuation."""
         n_arc = self.featurizer.n_features
         n_sib = n_arc + (self.siblings.n_features if self.siblings is not None else 0)
-        arc_w, sib_w, grand_w = self.weights[:n_arc], self.weights[n_arc:n_sib], self.weights[n_sib:]
+        sib_w, grand_w = self.weights[n_arc:n_sib], self.weights[n_sib:]
+        if self._arc_weights is None:
+            self._arc_weights = self.featurizer.arc_weights(self.weights[:n_arc])
+        arc_w = self._arc_weights
         out = []
         prune = self.prune and self.siblings is None
         for s, arc in enumerate(self.featurizer.block_arc_scores(encoded, arc_w, prune)):

@@ -6,7 +6,7 @@ import pytest
 from egnlp.corpora import load_dataset
 from egnlp.corpora.sentence import CPOS, HEAD, POS, Sentence
 from egnlp.features.arc_featurizer import (_BLOCK_TAGS, _COUNTED_TAGS, _DENSE_TAGS, TOKEN_MEMO_SIZE, ArcFeaturizer,
-                                          token_store)
+                                          pair_weights, token_store)
 from egnlp.features.arc_templates import (N_PAIR, N_SLOTS, SUFFIX, WORD, _N_BETWEEN, _N_FIXED, _head_prefixes,
                                           _modifier_atoms, _pair_keys, _prefix_pair_keys)
 from egnlp.features.csr import PartFeatures, add_sparse, collect_delta
@@ -116,6 +116,23 @@ def _assert_direct_scores_are_the_csr_sums(train, sentences, mode, seed):
     return f, enc
 
 
+def test_pair_weights_add_the_weight_of_the_key_alone_to_each_slot(sentences):
+    f = ArcFeaturizer.for_corpus(sentences, "alphabet")
+    f.fit(f.encode(sentences), [s.heads for s in sentences])
+    w = np.random.default_rng(5).normal(size=f.n_features)
+    ids = {divmod(int(code), N_SLOTS): i for i, code in enumerate(f.codes)}
+    expected = [w[i] if slot == 0 or (row, 0) not in ids else w[ids[row, 0]] + w[i] for (row, slot), i in ids.items()]
+    assert any(slot and (row, 0) in ids for row, slot in ids)
+    np.testing.assert_array_equal(pair_weights(f.codes, w)[list(ids.values())], expected)
+    codes = np.array([0 * N_SLOTS + 3, 1 * N_SLOTS + 0, 1 * N_SLOTS + 2, 2 * N_SLOTS + 5, 2 * N_SLOTS + 7])  # keys 0, 2 alone-less
+    np.testing.assert_array_equal(pair_weights(codes, np.array([1.0, 2.0, 4.0, 8.0, 16.0])), [1.0, 2.0, 6.0, 8.0, 16.0])
+    weights = f.arc_weights(w)
+    assert f.arc_weights(weights) is weights
+    enc = f.encode(sentences[:5])
+    for s in range(5):
+        np.testing.assert_array_equal(f.arc_scores(enc, s, weights, prune=True), f.arc_scores(enc, s, w, prune=True))
+
+
 @pytest.mark.parametrize("mode", ["alphabet", "hash"])
 def test_tokens_found_in_the_token_store_get_the_sums_kept_for_them(sentences, mode):
     """The arc scores with a block's TokenStore that already holds the tokens (a second pass) are those of
@@ -125,7 +142,7 @@ def test_tokens_found_in_the_token_store_get_the_sums_kept_for_them(sentences, m
     enc = f.encode(sentences)
     w = np.random.default_rng(3).normal(size=f.n_features)
     fresh = [f.arc_scores(enc, s, w) for s in range(len(enc))]
-    weights = f._arc_weights(w)
+    weights = f.arc_weights(w)
     distinct = len({tuple(row) for row in enc.atoms})
     for size in (1, 2, TOKEN_MEMO_SIZE):
         tokens, store = token_store(size), f._block_store(enc)
