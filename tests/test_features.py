@@ -116,6 +116,22 @@ def _assert_direct_scores_are_the_csr_sums(train, sentences, mode, seed):
     return f, enc
 
 
+@pytest.mark.parametrize("at_once", [1, 300, 1 << 19])
+def test_block_scores_made_some_sentences_at_a_time_are_each_sentences_scores(sentences, at_once, monkeypatch):
+    """However many sentences one kernel call scores (one, a few, all), each gets its own scores."""
+    from egnlp.features import arc_featurizer
+
+    monkeypatch.setattr(arc_featurizer, "SCORES_AT_ONCE", at_once)
+    f = ArcFeaturizer.for_corpus(sentences, "alphabet")
+    f.fit(f.encode(sentences), [s.heads for s in sentences])
+    enc = f.encode(sentences)
+    w = np.random.default_rng(4).normal(size=f.n_features)
+    blocks = list(f.block_arc_scores(enc, w, prune=True))
+    assert [b.shape for b in blocks] == [(len(s) + 1, len(s) + 1) for s in sentences]
+    for s, block in enumerate(blocks):
+        np.testing.assert_array_equal(block, f.arc_scores(enc, s, w, prune=True))
+
+
 def test_pair_weights_add_the_weight_of_the_key_alone_to_each_slot(sentences):
     f = ArcFeaturizer.for_corpus(sentences, "alphabet")
     f.fit(f.encode(sentences), [s.heads for s in sentences])
