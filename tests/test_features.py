@@ -116,6 +116,25 @@ def _assert_direct_scores_are_the_csr_sums(train, sentences, mode, seed):
     return f, enc
 
 
+@pytest.mark.parametrize("tags", ["both", "upos", "xpos"])
+def test_encode_gives_each_word_the_atoms_of_its_own_columns(tags):
+    """Every word's atoms are the hashes of its own columns, in the order of the atom columns."""
+    from egnlp.corpora.sentence import FEATS, FORM, LEMMA
+    from egnlp.features.arc_templates import ROOT_TOKEN, encode
+
+    sentences = load_dataset("es", "train")[:300]
+    enc = encode(sentences, tags=tags)
+    assert (enc.atoms[enc.tok_ptr[:-1]] == hash_string(ROOT_TOKEN)).all()
+    for s, sentence in enumerate(sentences):
+        for i, row in enumerate(sentence.rows):
+            low = row[FORM].lower()
+            pos = row[CPOS] if tags == "upos" else row[POS]
+            coarse = row[POS][:1] if tags == "xpos" else row[CPOS]
+            lemma = row[LEMMA].lower() if row[LEMMA] != "_" else low[:5]
+            texts = (row[FORM], low[:5], pos, coarse, lemma, row[FEATS], low[-3:])  # the order of the atoms
+            assert enc.atoms[enc.tok_ptr[s] + 1 + i].tolist() == [hash_string(text) for text in texts]
+
+
 @pytest.mark.parametrize("at_once", [1, 300, 1 << 19])
 def test_block_scores_made_some_sentences_at_a_time_are_each_sentences_scores(sentences, at_once, monkeypatch):
     """However many sentences one kernel call scores (one, a few, all), each gets its own scores."""
