@@ -61,8 +61,7 @@ class KeyLookup(NamedTuple):
     table_vals: np.ndarray  # (capacity,) int64: the row of each key (the scorer's: its packed ids)
     idmap: np.ndarray  # (n_keys, N_SLOTS) int32
     hash_bits: int  # 0 in alphabet mode
-    cache_keys: np.ndarray  # (cache size,) uint64: CACHE_SIZE, or SCORE_CACHE_SIZE in the scorer's
-    cache_vals: np.ndarray  # (cache size,) int64
+    cache: np.ndarray  # (2 cache size,) int64 (new_cache): CACHE_SIZE, or SCORE_CACHE_SIZE in the scorer's
 
 
 class ArcWeights(NamedTuple):
@@ -150,7 +149,7 @@ def _hashed_id(key, slot, hash_bits):
 @njit(cache=True)
 def _key_row(lookup, key):
     """Alphabet mode: the row of ``key`` (-1: absent) through ``lookup``'s cache."""
-    return cached_lookup(lookup.table_keys, lookup.table_vals, lookup.cache_keys, lookup.cache_vals, key)
+    return cached_lookup(lookup.table_keys, lookup.table_vals, lookup.cache, key)
 
 
 # The id tables of training (ArcFeaturizer.id_tables): (capacity + capacity / FILTER_SHARE, 2) uint64
@@ -382,12 +381,11 @@ def _lookup_rows(lookup, keys, lo, hi, rows):
     es test set 10% faster), the same values.
     """
     table_keys, table_vals = lookup.table_keys, lookup.table_vals
-    cache_keys, cache_vals = lookup.cache_keys, lookup.cache_vals
+    cache = lookup.cache
     mask = np.uint64(table_keys.shape[0] - 1)  # a key's low bits are its home slot (_table_slot)
-    cache_mask = np.uint64(cache_keys.shape[0] - 1)
+    cache_mask = np.uint64(cache.shape[0] // 2 - 1)
     for j in range(lo, hi):
-        prefetch(cache_keys, keys[j] & cache_mask)
-        prefetch(cache_vals, keys[j] & cache_mask)
+        prefetch(cache, 2 * np.int64(keys[j] & cache_mask))
         prefetch(table_keys, keys[j] & mask)
         prefetch(table_vals, keys[j] & mask)
     for j in range(lo, hi):
@@ -950,10 +948,8 @@ class ArcFeaturizer:
 
     def _key_lookup(self) -> KeyLookup:
         """The alphabet (key -> row, and each row's ids) or hash state the CSR extraction reads."""
-        cache_keys, cache_vals = self._cache
         idmap = self.idmap if self.mode == "alphabet" else _NO_IDMAP
-        return KeyLookup(self.table.table_keys, self.table.table_vals, idmap, self.hash_bits,
-                         cache_keys, cache_vals)
+        return KeyLookup(self.table.table_keys, self.table.table_vals, idmap, self.hash_bits, self._cache)
 
     def part_features(self, encoded: EncodedCorpus) -> PartFeatures:
         """Compile every arc of every sentence into CSR arrays."""
@@ -971,16 +967,14 @@ class ArcFeaturizer:
         weights are then read from the weight vector itself, where its ids sit side by side: no
         table of 16 weights per key (on es 100 MB, built at every model load)."""
         if self._score_lookup is None:
-            cache_keys, cache_vals = new_cache(SCORE_CACHE_SIZE)
+            cache = new_cache(SCORE_CACHE_SIZE)
             if self.mode == "alphabet":
                 # a table of its own, filled with the packed ids directly (parsing never needs the rows)
                 table = KeyTable(self.keys, packed_rows(self.keys.size, self.codes))
-                self._score_lookup = KeyLookup(table.table_keys, table.table_vals, _NO_IDMAP, 0, cache_keys,
-                                               cache_vals)
+                self._score_lookup = KeyLookup(table.table_keys, table.table_vals, _NO_IDMAP, 0, cache)
             else:
                 empty_keys, empty_vals = np.zeros(16, dtype=np.uint64), np.zeros(16, dtype=np.int64)
-                self._score_lookup = KeyLookup(empty_keys, empty_vals, _NO_IDMAP, self.hash_bits, cache_keys,
-                                               cache_vals)
+                self._score_lookup = KeyLookup(empty_keys, empty_vals, _NO_IDMAP, self.hash_bits, cache)
         return self._score_lookup
 
     def arc_scores(self, encoded: EncodedCorpus, s: int, w: np.ndarray | ArcWeights, prune: bool = False

@@ -85,6 +85,20 @@ def test_key_table_finds_every_key_and_only_those():
         KeyTable(keys, values[1:])
 
 
+def test_cached_lookup_gives_the_table_value_of_every_key_however_the_cache_entries_collide():
+    from egnlp.features.hashing import cached_lookup, new_cache, table_lookup
+
+    rng = np.random.default_rng(1)
+    keys = np.unique(rng.integers(1, 2**64 - 1, size=3000, dtype=np.uint64))  # high bits set too
+    table = KeyTable(keys[::2], rng.integers(-1, 2**40, size=keys[::2].size))
+    queries = rng.choice(keys, size=20000)  # half of them absent, every key asked many times
+    for size in (1, 2, 64, 1 << 14):
+        cache = new_cache(size)
+        assert cache.shape == (2 * size,) and not cache.any()
+        got = [cached_lookup(table.table_keys, table.table_vals, cache, key) for key in queries]
+        assert got == [table_lookup(table.table_keys, table.table_vals, key) for key in queries]
+
+
 def _joined(sentences):
     """One sentence of more than 100 words made of consecutive real ones (heads shifted, one root)."""
     rows = []
