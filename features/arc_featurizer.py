@@ -119,8 +119,9 @@ class TokenStore(NamedTuple):
 
 
 # Entries of a TokenStore: frequent words recur within a block and 4,096 keep most of them (pt_bosque dev x8:
-# the direct scorer in 0.956 of the time, median ratio of 5 alternating rounds in process; 1,024 and
-# 16,384 entries 0.967), the same sums; 1.3 MiB, made once a block.
+# the direct scorer in 0.954 of the time, median ratio of 5 alternating rounds in process, and a whole-process
+# parse in 0.977, farm-bench -n 10 pair median; 1,024 and 16,384 entries 0.967 in process), the same sums;
+# 1.3 MiB, made once a block.
 TOKEN_MEMO_SIZE = 1 << 12
 
 
@@ -1009,11 +1010,12 @@ class ArcFeaturizer:
         ends = np.cumsum(sizes * sizes)
         first = 0
         while first < len(encoded):  # the sentences whose scores fill SCORES_AT_ONCE, or one longer sentence
-            last = max(int(np.searchsorted(ends, ends[first] - sizes[first] ** 2 + SCORES_AT_ONCE, "right")), first + 1)
-            starts = np.concatenate(([0], ends[first:last] - (ends[first] - sizes[first] ** 2)))
+            before = ends[first] - sizes[first] ** 2  # the scores of the sentences before ``first``
+            last = max(int(np.searchsorted(ends, before + SCORES_AT_ONCE, "right")), first + 1)
+            starts = np.concatenate(([0], ends[first:last] - before))
             out = np.empty(int(starts[-1]))
-            _block_arc_scores(encoded.atoms, encoded.tok_ptr[first : last + 1], self.flags, self.score_lookup(), weights,
-                              store, tokens, prune, starts, out)
+            _block_arc_scores(encoded.atoms, encoded.tok_ptr[first : last + 1], self.flags, self.score_lookup(),
+                              weights, store, tokens, prune, starts, out)
             for s in range(last - first):
                 yield out[starts[s] : starts[s + 1]].reshape(sizes[first + s], sizes[first + s])
             first = last

@@ -173,7 +173,8 @@ def test_pair_weights_add_the_weight_of_the_key_alone_to_each_slot(sentences):
     expected = [w[i] if slot == 0 or (row, 0) not in ids else w[ids[row, 0]] + w[i] for (row, slot), i in ids.items()]
     assert any(slot and (row, 0) in ids for row, slot in ids)
     np.testing.assert_array_equal(pair_weights(f.codes, w)[list(ids.values())], expected)
-    codes = np.array([0 * N_SLOTS + 3, 1 * N_SLOTS + 0, 1 * N_SLOTS + 2, 2 * N_SLOTS + 5, 2 * N_SLOTS + 7])  # keys 0, 2 alone-less
+    # keys 0 and 2 have no feature alone (slot 0), key 1 has one
+    codes = np.array([0 * N_SLOTS + 3, 1 * N_SLOTS + 0, 1 * N_SLOTS + 2, 2 * N_SLOTS + 5, 2 * N_SLOTS + 7])
     np.testing.assert_array_equal(pair_weights(codes, np.array([1.0, 2.0, 4.0, 8.0, 16.0])), [1.0, 2.0, 6.0, 8.0, 16.0])
     weights = f.arc_weights(w)
     assert f.arc_weights(weights) is weights
