@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 # Where each name lives. The modules load on first use (PEP 562), so that importing
 # egnlp.corpora.errors, say, does not load the readers and NumPy: 'egnlp --help' starts faster.
 _EXPORTS = {
-    "format_conll": "conll", "format_parsed": "conll", "parse_conll": "conll", "read_conll": "conll", "write_conll": "conll",
+    "format_conll": "conll", "format_parsed": "conll", "parse_conll": "conll", "read_conll": "conll",
+    "write_conll": "conll",
     "DatasetInfo": "datasets", "dataset_root": "datasets", "dataset_task": "datasets", "guess_root": "datasets",
     "is_dataset": "datasets", "list_datasets": "datasets", "load_dataset": "datasets", "load_sentences": "datasets",
     "CorpusError": "errors", "DataNotFoundError": "errors", "InvalidTreeError": "errors",

@@ -24,8 +24,9 @@ from egnlp.console import (AnnealOption, DecodingProgress, OrderOption, DASK_TRA
                            USER_ERRORS, DaskOption, DataOption, DevOption, EncodingOption, JobsOption, JsonOption,
                            MaxSecondsOption, ModelOut, PruneOption, QuietOption, SaveOnInterruptOption, SeedOption,
                            Split, TextOut, TrainerName, TrainingProgress, TrainOption, TreeFormat, dataset_names,
-                           fail, interrupted, model_file, new_app, note, write_output_pieces, at_least_one, at_least_zero, output_name,
-                           print_json, progress_printer, own_process, start_up, write_output)
+                           fail, interrupted, model_file, new_app, note, write_output_pieces, at_least_one,
+                           at_least_zero, output_name, print_json, progress_printer, own_process, start_up,
+                           write_output)
 from egnlp.tagger_cli import parse_text_command, tagger_app
 
 # One BLAS thread per process, set before any command imports NumPy (the user's own setting wins).
