@@ -66,7 +66,7 @@ def main() -> None:
 
     import distributed
 
-    from egnlp.api import build_parsing_problem
+    from egnlp.parser_training import build_parsing_problem
     from egnlp.corpora import guess_root, load_dataset
     from egnlp.distributed import fit_cocoa
     from egnlp.training.eg import EGConfig, fit_eg

@@ -8,7 +8,7 @@ Run from the project root (NLTK_DATA must point at the corpora)::
 
 Runs (the same first-order arc features, trainer, C, EG budget, tree space and root constraint):
 
-- ``unlabeled``: ``egnlp.api.train_parser(..., labels=False)``, the yardstick of
+- ``unlabeled``: ``egnlp.parser_training.train_parser(..., labels=False)``, the yardstick of
   the limits (labeled training within 1.5x its peak memory and 2x its time);
 - ``b`` (what egnlp does): ``train_parser(..., labels=True)``, the same
   unlabeled parser followed by the second-stage labeler (``train_labeler``:
@@ -16,7 +16,7 @@ Runs (the same first-order arc features, trainer, C, EG budget, tree space and r
   they are;
 - ``a``: joint labeled arc parts (h, m, l), trained by the same registry trainer
   on :class:`LabeledArcProblem` below, a problem of the structured seam
-  (:mod:`egnlp.training.problem`) whose parts are ``[head, modifier, label]`` in
+  (:mod:`egnlp.training.structured_problem`) whose parts are ``[head, modifier, label]`` in
   row-major order, (n+1)^2 L per sentence.
 
 Design (a) in detail.  The score of part (h, m, l) is w . phi(h, m) (the
@@ -450,9 +450,9 @@ def cpu_seconds() -> float:
 
 
 def run_worker(args) -> dict:
-    from egnlp.api import train_parser
+    from egnlp.parser_training import train_parser
     from egnlp.corpora import guess_root, load_dataset
-    from egnlp.parser.evaluate import attachment_scores
+    from egnlp.parser.attachment_scores import attachment_scores
     from egnlp.training.registry import get_trainer, make_config
 
     full = load_dataset(args.data, "train")

@@ -74,7 +74,7 @@ def log(message: str) -> None:
 def load(data: str, limit: int | None, test_limit: int | None):
     """(task, train, test): dicts of tokens, labels and pos (None unless the labels are chunks)."""
     from egnlp.corpora import dataset_task
-    from egnlp.tagging import dataset_columns
+    from egnlp.tagger_training import dataset_columns
 
     splits = (("train", limit), ("test", test_limit))
     return (dataset_task(data), *(dict(zip(("tokens", "labels", "pos"), dataset_columns(data, split, n)))

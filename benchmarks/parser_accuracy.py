@@ -120,7 +120,7 @@ def pruned_share(model: Path, gold: Path) -> float:
     import numpy as np
 
     from egnlp.corpora import read_conll
-    from egnlp.parser.model import Parser
+    from egnlp.parser.parser_model import Parser
 
     parser = Parser.load(model)
     sentences = read_conll(gold)

@@ -9,7 +9,7 @@ Run from the project root (NLTK_DATA must point at the corpora)::
 Each feature mode runs in its own subprocess (one after the other), so that
 its peak memory is its own.  A subprocess first trains and parses a few
 sentences, so that JIT compilation (or loading the on-disk cache) is not
-timed; then it trains with ``egnlp.api.train_parser`` exactly as ``egnlp
+timed; then it trains with ``egnlp.parser_training.train_parser`` exactly as ``egnlp
 parser train --data NAME`` does (``EGConfig()`` defaults unless ``--C`` /
 ``--passes`` are given), parses the test split and re-extracts the features
 once more to time and size them.  Every kernel is serial: one core per job.
@@ -29,7 +29,7 @@ the subprocess after training (``ru_maxrss``).
 
 Table 3, parsing: seconds for ``Parser.parse`` on the test split, sentences
 and tokens per second, test UAS with and without punctuation
-(``egnlp.parser.evaluate.attachment_scores``).
+(``egnlp.parser.attachment_scores.attachment_scores``).
 
 Table 4, compilation cache: fresh interpreters import the package and time the
 first call of every kernel (train 1 pass on two tiny sentences, parse them)
@@ -69,9 +69,9 @@ def feature_mode(name: str) -> tuple[str, int]:
 def run_mode(data: str, mode: str, settings: dict, gap: float) -> dict:
     """Train, parse and extract features for one mode in this process; return the measurements."""
     from egnlp.corpora import dataset_root, load_dataset
-    from egnlp.api import train_parser
+    from egnlp.parser_training import train_parser
     from egnlp.features.arc_featurizer import ArcFeaturizer
-    from egnlp.parser.evaluate import attachment_scores
+    from egnlp.parser.attachment_scores import attachment_scores
 
     fmode, bits = feature_mode(mode)
     train, dev, test = (load_dataset(data, split) for split in ("train", "dev", "test"))
@@ -147,7 +147,7 @@ COMPILE_PROBE = """
 import json, time
 t0 = time.perf_counter()
 from egnlp.corpora import Sentence
-from egnlp.api import train_parser
+from egnlp.parser_training import train_parser
 t1 = time.perf_counter()
 rows = [("1", "El", "el", "d", "da", "_", "2", "spec", "_", "_"),
         ("2", "perro", "perro", "n", "nc", "_", "3", "suj", "_", "_"),

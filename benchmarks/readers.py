@@ -72,7 +72,7 @@ import nltk
 
 from egnlp.corpora import CorpusError, Sentence, format_conll, read_conll
 from egnlp.corpora.conll import _parse_block, _Width
-from egnlp.corpora.files import decode
+from egnlp.base.files import decode
 from egnlp.corpora.tagging import (CONLL2000_COLUMNS, TRACE_TAG, parse_brown, parse_conll2000, parse_treebank_tags,
                                    strip_brown_tag, tagged_row)
 

@@ -23,7 +23,7 @@ c2 = C/2 (c1 = 0).  ``--limit N`` trains on the first N training sentences
 Each model runs in its own subprocess, one after the other, so that its
 peak memory is its own:
 
-- ours: ``egnlp.tagging.train_crf_tagger`` with trainer ``eg-ll`` (the
+- ours: ``egnlp.tagger_training.train_crf_tagger`` with trainer ``eg-ll`` (the
   ``EGConfig()`` defaults, ``C = DEFAULT_C``, unless ``--C`` / ``--passes``
   are given) after an untimed warm-up on 20 sentences (JIT compilation or
   loading numba's cache).  After every pass it scores the dev split (as
@@ -109,7 +109,7 @@ def have_crfsuite() -> bool:
 def load(data: str, limit: int | None, test_limit: int | None):
     """(task, train, dev, test): dicts of tokens, labels, pos (None unless the labels are chunks)."""
     from egnlp.corpora import dataset_task
-    from egnlp.tagging import dataset_columns
+    from egnlp.tagger_training import dataset_columns
 
     splits = (("train", limit), ("dev", None), ("test", test_limit))
     return (dataset_task(data), *(dict(zip(("tokens", "labels", "pos"), dataset_columns(data, split, n)))
@@ -139,7 +139,7 @@ def first_within(curve: list[dict], final: float) -> dict | None:
 
 
 def run_ours(args) -> dict:
-    from egnlp.tagging import DEFAULT_C, accuracy_scorer, train_crf_tagger
+    from egnlp.tagger_training import DEFAULT_C, accuracy_scorer, train_crf_tagger
 
     task, train, dev, test = load(args.data, args.limit, args.test_limit)
     settings = {"C": args.C if args.C is not None else DEFAULT_C}
@@ -278,7 +278,7 @@ def run_crfsuite(args) -> dict:
 
     import pycrfsuite
 
-    from egnlp.tagging import DEFAULT_C
+    from egnlp.tagger_training import DEFAULT_C
     from egnlp.features.predicates import token_predicates
 
     task, train, dev, test = load(args.data, args.limit, args.test_limit)
@@ -447,7 +447,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, help="train on the first N training sentences (default: all)")
     ap.add_argument("--test-limit", type=int, help="score the first M test sentences (default: all)")
     ap.add_argument("--passes", type=int, help="eg-ll pass limit (default: EGConfig().max_passes)")
-    ap.add_argument("--C", type=float, help="regularisation constant (default: egnlp.tagging.DEFAULT_C); c2 = C/2")
+    ap.add_argument("--C", type=float, help="regularisation constant (default: egnlp.tagger_training.DEFAULT_C); c2 = C/2")
     ap.add_argument("--crfsuite-iterations", type=int,
                     help="CRFsuite max_iterations (default: none, CRFsuite's own stopping rule)")
     ap.add_argument("--models", default=",".join(MODELS), help="comma-separated: eg-ll, crfsuite (default: both)")

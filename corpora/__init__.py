@@ -1,47 +1,38 @@
 """Corpora: reading and writing dependency treebanks and tagged text, and the named data sets.
 
-Nothing here imports the rest of egnlp; every other package builds on these
-:class:`Sentence` objects.
+Nothing here imports the rest of egnlp but :mod:`egnlp.base` (files, errors); every other package builds
+on these :class:`Sentence` objects.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-# Where each name lives. The modules load on first use (PEP 562), so that importing
-# egnlp.corpora.errors, say, does not load the readers and NumPy: 'egnlp --help' starts faster.
+from egnlp.base.exports import lazy_exports
+
+# Where each name lives. The modules load on first use, so that importing egnlp.corpora.sentence,
+# say, does not load the readers: 'egnlp --help' starts faster.
 _EXPORTS = {
     "format_conll": "conll", "format_parsed": "conll", "parse_conll": "conll", "read_conll": "conll",
     "write_conll": "conll",
     "DatasetInfo": "datasets", "dataset_root": "datasets", "dataset_task": "datasets", "guess_root": "datasets",
     "is_dataset": "datasets", "list_datasets": "datasets", "load_dataset": "datasets", "load_sentences": "datasets",
-    "CorpusError": "errors", "DataNotFoundError": "errors", "InvalidTreeError": "errors",
+    "CorpusError": "egnlp.base.errors", "DataNotFoundError": "egnlp.base.errors",
+    "InvalidTreeError": "egnlp.base.errors",
     "FORMATS": "formats", "detect_format": "formats", "parse_corpus": "formats", "read_corpus": "formats",
     "parse_malt_tab": "malt",
     "Sentence": "sentence", "is_projective": "sentence",
 }
 
 if TYPE_CHECKING:
+    from egnlp.base.errors import CorpusError, DataNotFoundError, InvalidTreeError
+
     from .conll import format_conll, format_parsed, parse_conll, read_conll, write_conll
     from .datasets import (DatasetInfo, dataset_root, dataset_task, guess_root, is_dataset, list_datasets,
                            load_dataset, load_sentences)
-    from .errors import CorpusError, DataNotFoundError, InvalidTreeError
     from .formats import FORMATS, detect_format, parse_corpus, read_corpus
     from .malt import parse_malt_tab
     from .sentence import Sentence, is_projective
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
-
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "CorpusError",

@@ -11,7 +11,7 @@ for byte, except that runs of blank lines become one blank line, a missing
 final blank line is added, CRLF line ends become LF and a leading byte-order
 mark is dropped.
 
-Every problem in a file raises :class:`~egnlp.corpora.errors.CorpusError` with the
+Every problem in a file raises :class:`~egnlp.base.errors.CorpusError` with the
 file name and the 1-based line number.
 
 What the CoNLL-U format (https://universaldependencies.org/format.html)
@@ -48,9 +48,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from conllu.exceptions import ParseException
 from conllu.parser import parse_id_value, parse_int_value
 
-from .errors import CorpusError, InvalidTreeError
-from .files import FORBIDDEN_CHARACTERS as FORBIDDEN
-from .files import decode, read_bytes, write_text_atomic
+from egnlp.base.errors import CorpusError, InvalidTreeError
+from egnlp.base.files import FORBIDDEN_CHARACTERS as FORBIDDEN
+from egnlp.base.files import decode, read_bytes, write_text_atomic
 from .sentence import (
     BLANK,
     COL9,

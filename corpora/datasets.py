@@ -49,7 +49,7 @@ folder named by the environment variable ``EGNLP_UD_DIR``: train on the
 
 Packages are found through NLTK's data path (``NLTK_DATA``); a missing one is
 downloaded once with ``nltk.download`` and, failing that, raises
-:class:`~egnlp.corpora.errors.DataNotFoundError`. Each file is parsed once per
+:class:`~egnlp.base.errors.DataNotFoundError`. Each file is parsed once per
 process; the sentences returned are shared between calls, so do not mutate
 them (use :meth:`Sentence.with_heads`, :meth:`Sentence.with_tags`).
 """
@@ -68,8 +68,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .conll import parse_conll, read_conll
-from .errors import CorpusError, DataNotFoundError
-from .files import decode
+from egnlp.base.errors import CorpusError, DataNotFoundError
+from egnlp.base.files import decode
 from .malt import parse_malt_tab
 from .sentence import Sentence
 

@@ -33,7 +33,7 @@ file named ``pred.conllu`` is therefore read as CoNLL-X.
 :func:`parse_corpus` reads text in a format given or detected; a format
 given that the content plainly does not fit (a CoNLL-U file read as
 Malt-TAB, a CoNLL-X PHEAD read as CoNLL-U DEPS) is a one-line
-:class:`~egnlp.corpora.errors.CorpusError` naming the file and line.
+:class:`~egnlp.base.errors.CorpusError` naming the file and line.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .conll import parse_conll, show_value
-from .errors import CorpusError
-from .files import decode, read_bytes
+from egnlp.base.errors import CorpusError
+from egnlp.base.files import decode, read_bytes
 from .malt import parse_malt_tab
 from .sentence import N_CHUNK_COLUMNS, Sentence
 

@@ -13,7 +13,7 @@ sentence has at most :data:`~egnlp.corpora.sentence.MAX_WORDS` words.
 from __future__ import annotations
 
 from .conll import check_fields, check_heads, split_blocks, too_long
-from .errors import CorpusError
+from egnlp.base.errors import CorpusError
 from .sentence import BLANK, FORM, HEAD, MAX_WORDS, Sentence
 
 MALT_COLUMNS = 3

@@ -7,7 +7,7 @@ PHEAD and PDEPREL ``_`` (no trees, so ``Sentence.heads`` is None), plus an
 :func:`~egnlp.corpora.conll.write_conll` gives files that
 ``read_conll(path, require_heads=False)`` reads back.
 
-Every malformed line raises :class:`~egnlp.corpora.errors.CorpusError` naming the
+Every malformed line raises :class:`~egnlp.base.errors.CorpusError` naming the
 file and the 1-based line.
 
 The sentences and trees of a file are found by the block readers of NLTK's
@@ -29,7 +29,7 @@ import io
 import re
 from collections.abc import Iterable, Iterator, Sequence
 
-from .errors import CorpusError
+from egnlp.base.errors import CorpusError
 from .sentence import BLANK, Sentence
 
 # Brown tag modifiers dropped by strip_brown_tag: foreign word, title, headline, cited word.

@@ -3,7 +3,7 @@
 The subpackages, from the bottom layer up: :mod:`egnlp.corpora` (corpus and
 model files), :mod:`egnlp.features`, then the siblings :mod:`egnlp.parser`,
 :mod:`egnlp.tagger` and :mod:`egnlp.training`, and the application layer
-(:mod:`egnlp.api`, :mod:`egnlp.tagging`, :mod:`egnlp.pipeline`, the CLI).
+(:mod:`egnlp.parser_training`, :mod:`egnlp.tagger_training`, :mod:`egnlp.pipeline`, the CLI).
 """
 
 __version__ = "0.2.0"

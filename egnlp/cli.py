@@ -110,7 +110,7 @@ def data_export(name: str = typer.Argument(..., metavar="NAME", help="Data set n
                 quiet: QuietOption = False) -> None:
     """Write one split of a data set as a CoNLL file."""
     from egnlp.corpora import format_conll, is_dataset, load_sentences
-    from egnlp.corpora.errors import CorpusError
+    from egnlp.base.errors import CorpusError
 
     try:
         if not is_dataset(name):
@@ -227,7 +227,7 @@ def parser_train(
 ) -> None:
     """Train a dependency parser (first-order, second-order with --siblings, third-order with --grandparents) and
     its arc labeler, and save it."""
-    from egnlp.api import default_patience, parser_settings, train_parser, train_parser_path
+    from egnlp.parser_training import default_patience, parser_settings, train_parser, train_parser_path
     from egnlp.corpora import guess_root, is_dataset
     from egnlp.parser.trees import check_final_on_root
     from egnlp.training.path import parse_c_path
@@ -367,7 +367,7 @@ def parser_parse(
     with start_up():  # the imports and the model, out of the garbage collector's way
         from egnlp.corpora import format_conll
         from egnlp.inputs import read_sentences, text_pieces
-        from egnlp.parser.model import Parser
+        from egnlp.parser.parser_model import Parser
 
         try:
             parser = Parser.load(model_file(model, "MODEL"), prune=prune)
@@ -434,7 +434,7 @@ def parser_evaluate(
 ) -> None:
     """Attachment scores (UAS, LAS; with and without punctuation)."""
     from egnlp.inputs import read_sentences
-    from egnlp.parser.evaluate import attachment_scores
+    from egnlp.parser.attachment_scores import attachment_scores
 
     try:
         if gold == pred == "-":
@@ -485,12 +485,12 @@ def demo(data: str = typer.Option("wsj", "--data", help="Dependency data set for
     When the tagger's test sentences are the parser's (wsj and ptb-pos), the
     parser also runs on the predicted tags.
     """
-    from egnlp.api import train_parser
+    from egnlp.parser_training import train_parser
     from egnlp.corpora import CorpusError, dataset_root, dataset_task, is_dataset, load_sentences
     from egnlp.inputs import training_sets
-    from egnlp.parser.evaluate import attachment_scores
-    from egnlp.tagger.evaluate import tag_scores
-    from egnlp.tagging import label_columns, train_crf_tagger
+    from egnlp.parser.attachment_scores import attachment_scores
+    from egnlp.tagger.tag_scores import tag_scores
+    from egnlp.tagger_training import label_columns, train_crf_tagger
 
     try:
         for name, task in ((data, "parse"), (tagger_data, "pos")):
@@ -543,7 +543,7 @@ class Objective(str, Enum):
 
 def _bench_problem(data: str, limit: Optional[int], root: Optional[Root]):
     """The parsing problem of a data set's train split (or its first ``limit`` sentences) and a dev UAS scorer."""
-    from egnlp.api import DEV_CACHE_BYTES, FEATURE_CACHE_BYTES, build_parsing_problem, uas_scorer
+    from egnlp.parser_training import DEV_CACHE_BYTES, FEATURE_CACHE_BYTES, build_parsing_problem, uas_scorer
     from egnlp.features.arc_parts import CacheBudget
     from egnlp.corpora import CorpusError, is_dataset
 
@@ -593,7 +593,7 @@ def bench_optimizers(
     root: BenchRootOption = None,
 ) -> None:
     """Run several trainers on one objective and C; write curves, plots and a summary."""
-    from egnlp.bench import DEFAULT_TRAINERS, compare_optimizers, run_spec, write_optimizer_report
+    from egnlp.comparisons import DEFAULT_TRAINERS, compare_optimizers, run_spec, write_optimizer_report
     from egnlp.training.registry import get_trainer
 
     try:
@@ -636,7 +636,7 @@ def bench_path(
     root: BenchRootOption = None,
 ) -> None:
     """A warm-started path of C values (each from the last solution): the paper's Table 3."""
-    from egnlp.bench import run_path, write_path_report
+    from egnlp.comparisons import run_path, write_path_report
     from egnlp.training.path import parse_c_path
     from egnlp.training.registry import get_trainer
 
@@ -679,7 +679,7 @@ def bench_rates(
     """Duality gap against iterations on the max-margin objective: iterations and seconds to relative
     gaps 1e-1 to 1e-4 and the slope of log(gap) against log(iterations) over the last decade
     (Zhang et al. 2011: about -2 for egr, -1 for batch EG)."""
-    from egnlp.bench import RATE_TRAINERS, compare_optimizers, run_spec, tagging_problem, write_rate_report
+    from egnlp.comparisons import RATE_TRAINERS, compare_optimizers, run_spec, tagging_problem, write_rate_report
     from egnlp.corpora import CorpusError, dataset_task, is_dataset
     from egnlp.training.registry import get_trainer
 

@@ -40,7 +40,7 @@ try:  # typer 0.2x carries its own copy of click
 except ImportError:  # older typer runs on click itself
     from click import exceptions as click_exceptions
 
-from egnlp.corpora.errors import CorpusError, ModelError
+from egnlp.base.errors import CorpusError, ModelError
 
 STDIO = "-"  # stdin for an input file, stdout for an output file
 INTERRUPTED = 130  # exit status after Ctrl-C (128 + SIGINT)
@@ -51,16 +51,16 @@ USER_ERRORS = (CorpusError, ModelError, ValueError, OSError)
 # --- defaults shown in --help ---------------------------------------------------------------------
 # Written here because the modules that define them load every kernel; tests/test_cli_conventions.py
 # keeps each equal to the code's own.
-PARSER_TRAINER = "bcfw"  # egnlp.api.DEFAULT_PARSER_TRAINER
-PARSER_PASSES = 8  # egnlp.api.FIRST_ORDER_SETTINGS
-PARSER_PASSES_HIGHER = 12  # egnlp.api.DEFAULT_PARSER_SETTINGS: second and third order
-PARSER_PATIENCE = 3  # egnlp.api.DEFAULT_PATIENCE, for egnlp.api.ONLINE_TRAINERS
+PARSER_TRAINER = "bcfw"  # egnlp.parser_training.DEFAULT_PARSER_TRAINER
+PARSER_PASSES = 8  # egnlp.parser_training.FIRST_ORDER_SETTINGS
+PARSER_PASSES_HIGHER = 12  # egnlp.parser_training.DEFAULT_PARSER_SETTINGS: second and third order
+PARSER_PATIENCE = 3  # egnlp.parser_training.DEFAULT_PATIENCE, for egnlp.parser_training.ONLINE_TRAINERS
 DASK_TRAINER = "eg-mm"  # parser train --dask without --trainer (egnlp.distributed.DASK_TRAINERS)
-PARSER_C = {"mm": 30.0, "ll": 20.0}  # egnlp.api.DEFAULT_PARSER_C
+PARSER_C = {"mm": 30.0, "ll": 20.0}  # egnlp.parser_training.DEFAULT_PARSER_C
 EG_PASSES, EG_TOL = 60, 1e-3  # egnlp.training.eg.EGConfig
-CRF_TRAINER, CRF_C = "eg-ll", 1.0  # egnlp.tagging.DEFAULT_C
-MAXENT_TRAINER, MAXENT_SIGMA2, MAXENT_BEAM = "cd", 10.0, 3  # egnlp.tagging.DEFAULT_SIGMA2, train_maxent_tagger
-MAXENT_PASSES, MAXENT_TOL = 100, 1e-5  # egnlp.tagging.MAXENT_DEFAULTS
+CRF_TRAINER, CRF_C = "eg-ll", 1.0  # egnlp.tagger_training.DEFAULT_C
+MAXENT_TRAINER, MAXENT_SIGMA2, MAXENT_BEAM = "cd", 10.0, 3  # egnlp.tagger_training.DEFAULT_SIGMA2, train_maxent_tagger
+MAXENT_PASSES, MAXENT_TOL = 100, 1e-5  # egnlp.tagger_training.MAXENT_DEFAULTS
 # The trainers of egnlp.training.registry by problem kind, in registry order.
 STRUCTURED_TRAINERS = ("eg-ll", "eg-ll-batch", "eg-mm", "eg-mm-batch", "lbfgs", "sgd", "cutting-plane", "bcfw", "egr")
 MAXENT_TRAINERS = ("cd", "gis", "scgis", "lbfgs")
@@ -327,7 +327,7 @@ def write_output_pieces(pieces: Iterable[str], out: str | Path | None) -> None:
         for piece in pieces:
             typer.echo(piece, nl=False)
     else:
-        from egnlp.corpora.files import write_pieces_atomic
+        from egnlp.base.files import write_pieces_atomic
 
         write_pieces_atomic(out, pieces)
 

@@ -45,9 +45,9 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from egnlp.api import DEFAULT_PARSER_C, _labeler, build_parsing_problem, choose_final_on_root, model_info, uas_scorer
+from egnlp.parser_training import DEFAULT_PARSER_C, _labeler, build_parsing_problem, choose_final_on_root, model_info, uas_scorer
 from egnlp.corpora import Sentence, guess_root
-from egnlp.parser.model import Parser
+from egnlp.parser.parser_model import Parser
 from egnlp.parser.trees import PROJECTIVE, choose_tree
 from egnlp.training.eg import EGConfig, _EGRun
 from egnlp.training.records import Callback, Recorder, TrainResult
@@ -295,11 +295,11 @@ def train_parser_dask(client: Any, train: Sequence[Sentence], dev: Sequence[Sent
                       tree: str = PROJECTIVE, labels: bool = True, callbacks: Sequence[Callback] = (),
                       state: dict | None = None, data: str | None = None, final_on_root: bool | None = None,
                       **settings) -> tuple[Parser, TrainResult]:
-    """:func:`egnlp.api.train_parser` with the arcs trained by :func:`fit_cocoa` on ``workers`` shards (default:
+    """:func:`egnlp.parser_training.train_parser` with the arcs trained by :func:`fit_cocoa` on ``workers`` shards (default:
     one per worker of the cluster); the features are fitted and the labeler trained on the driver.
 
     ``trainer`` is eg-mm or eg-ll (online EG); ``settings`` go to its config (C, max_passes = rounds, tol,
-    seed, eta_init, order, max_seconds, anneal, ...); ``final_on_root`` as for :func:`egnlp.api.train_parser`.
+    seed, eta_init, order, max_seconds, anneal, ...); ``final_on_root`` as for :func:`egnlp.parser_training.train_parser`.
     """
     if not train:
         raise ValueError("no training sentences")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from egnlp.corpora import CorpusError, Sentence, dataset_task, is_dataset, load_sentences
-from egnlp.corpora.files import decode, open_bytes, read_bytes
+from egnlp.base.files import decode, open_bytes, read_bytes
 from egnlp.corpora.formats import CONLL2000, CONLLU, CONLLX, FORMAT_NAMES, MALT, TEXT, check_format, \
     detect_format, parse_corpus
 

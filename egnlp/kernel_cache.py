@@ -25,7 +25,7 @@ import importlib.util
 import os
 from collections.abc import Sequence
 
-SUBPACKAGES = ("corpora", "features", "parser", "tagger", "training")
+SUBPACKAGES = ("base", "corpora", "features", "parser", "tagger", "training")
 RECORD_NAME = "egnlp-kernels.stamp"  # in the __pycache__ folder of egnlp/ itself
 CACHE_SUFFIXES = (".nbi", ".nbc")
 

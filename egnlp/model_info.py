@@ -1,7 +1,7 @@
 """What a model file holds: ``egnlp model info FILE [--json]``.
 
 :func:`model_info` loads a parser or a tagger file (every check of
-:mod:`egnlp.corpora.files` and of the model's loader applies, so a damaged
+:mod:`egnlp.base.files` and of the model's loader applies, so a damaged
 file is an error, not a report) and describes it as a JSON-ready dict: the
 kind and format version, what the model predicts (tree space and arc labels;
 tag column and tag set), its features, and what its metadata records of its
@@ -18,13 +18,13 @@ import math
 import os
 from typing import Any
 
-from egnlp.corpora.files import ModelError
+from egnlp.base.files import ModelError
 from egnlp.features.grandparents import GRAND_TEMPLATES_VERSION
 from egnlp.features.siblings import SIBLING_TEMPLATES_VERSION
-from egnlp.parser import model as parser_model
-from egnlp.parser.model import Parser
-from egnlp.tagger import model as tagger_model
-from egnlp.tagger.model import Tagger
+from egnlp.parser import parser_model
+from egnlp.parser.parser_model import Parser
+from egnlp.tagger import tagger_model
+from egnlp.tagger.tagger_model import Tagger
 
 __all__ = ["format_info", "load_model", "model_info"]
 

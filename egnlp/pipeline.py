@@ -1,7 +1,7 @@
 """From raw text to dependency trees: split and tokenise, tag, parse; CoNLL-U out.
 
     from egnlp.tagger import Tagger
-    from egnlp.parser.model import Parser
+    from egnlp.parser.parser_model import Parser
     from egnlp.pipeline import parse_text, to_conllu
     trees = parse_text("O Sr. Silva chegou às 9h30. Saiu.", Tagger.load("upos.npz"), Parser.load("pt.npz"),
                        language="pt")
@@ -35,9 +35,9 @@ from typing import Sequence
 
 from egnlp.corpora import Sentence, format_conll
 from egnlp.corpora.sentence import BLANK, FORM
-from egnlp.parser.model import Parser
+from egnlp.parser.parser_model import Parser
 from egnlp.corpora.tagging import slash_text
-from egnlp.tagger.model import Tagger
+from egnlp.tagger.tagger_model import Tagger
 from egnlp.tagger.text import TextSentence, segment, vocabulary_abbreviations
 
 __all__ = ["COLUMN_NAMES", "parse_text", "parser_columns", "slash_text", "tag_text", "text_sentences",
@@ -90,7 +90,7 @@ def _taggers_by_column(taggers: "Tagger | Sequence[Tagger]") -> dict[str, Tagger
     out: dict[str, Tagger] = {}
     for tagger in given:
         if not isinstance(tagger, Tagger):
-            raise ValueError(f"a tagger must be a tagger.model.Tagger, not {type(tagger).__name__}")
+            raise ValueError(f"a tagger must be an egnlp Tagger, not {type(tagger).__name__}")
         if tagger.column not in COLUMN_NAMES or tagger.use_pos:
             raise ValueError(f"the tagger must be a POS tagger reading words only, not a {tagger.column} model"
                              + (" reading POS tags" if tagger.use_pos else ""))
@@ -181,7 +181,7 @@ def parse_text(text: str, taggers: "Tagger | Sequence[Tagger]", parser: Parser, 
             or a control character.
     """
     if not isinstance(parser, Parser):
-        raise ValueError(f"parser must be a parser.model.Parser, not {type(parser).__name__}")
+        raise ValueError(f"parser must be an egnlp Parser, not {type(parser).__name__}")
     by_column = _taggers_by_column(taggers)
     needed = parser_columns(parser)
     reads = " and ".join(COLUMN_NAMES[c] for c in needed)

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
 from egnlp.corpora import CorpusError, Sentence, parse_conll, read_conll
-from egnlp.corpora.files import decode, write_text_atomic
+from egnlp.base.files import decode, write_text_atomic
 from egnlp.corpora.sentence import BLANK
-from egnlp.parser.evaluate import check_same_words
+from egnlp.parser.attachment_scores import check_same_words
 
 # Layout, in SVG user units (pixels at 100%).
 FONT_SIZE = 14
@@ -280,7 +280,7 @@ def read_trees(path: str | os.PathLike[str], encoding: str = "utf-8") -> tuple[l
 
 
 def write_svg(path: str | os.PathLike[str], svg: str) -> None:
-    """Write the SVG atomically (see :func:`~egnlp.corpora.files.write_text_atomic`)."""
+    """Write the SVG atomically (see :func:`~egnlp.base.files.write_text_atomic`)."""
     write_text_atomic(path, svg)
 
 

@@ -5,7 +5,7 @@ input in pieces of about 1 MB that end at a sentence's end
 (:func:`egnlp.inputs.text_pieces`), and each piece is read, decoded and
 written back as text by the same function, :func:`parse_piece` or
 :func:`tag_piece`: in this process with ``--jobs 1``, else in a pool of forked
-workers (:func:`egnlp.corpora.blocks.map_pieces`), results in input order.
+workers (:func:`egnlp.base.workers.map_pieces`), results in input order.
 Memory holds a few pieces, whatever the file's size, and the output is the
 same for any number of jobs.  An input of one piece is decoded in blocks of
 sentences on the ``jobs`` processes instead (``parse_corpus(..., jobs)``).
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from egnlp.corpora import format_conll, format_parsed
-from egnlp.corpora.blocks import map_pieces, resolve_jobs
+from egnlp.base.workers import map_pieces, resolve_jobs
 from egnlp.corpora.formats import parse_as
 from egnlp.inputs import Piece
 

@@ -103,7 +103,7 @@ def tagger_train(
     """Train a POS tagger or chunker (CRF or maxent) and save it."""
     from egnlp.corpora import dataset_task
     from egnlp.inputs import training_sets
-    from egnlp.tagging import tagged_columns, train_crf_tagger, train_maxent_tagger
+    from egnlp.tagger_training import tagged_columns, train_crf_tagger, train_maxent_tagger
     from egnlp.training.records import BestPass
     from egnlp.training.registry import make_config
 
@@ -209,7 +209,7 @@ def tagger_tag(
         from egnlp.corpora.formats import CONLL2000, TEXT
         from egnlp.corpora.tagging import check_tags, format_conll2000, slash_text
         from egnlp.inputs import TAGGED_FORMATS, text_pieces
-        from egnlp.tagger.model import Tagger
+        from egnlp.tagger.tagger_model import Tagger
 
         try:
             tagger = Tagger.load(model_file(model, "MODEL"))
@@ -302,8 +302,8 @@ def tagger_evaluate(
     """Token accuracy, unknown-word accuracy and (IOB tags) conlleval chunk precision/recall/F1."""
     from egnlp.corpora import CorpusError
     from egnlp.inputs import TAGGED_FORMATS, read_sentences
-    from egnlp.tagger.evaluate import choose_column, tag_scores
-    from egnlp.tagger.model import Tagger
+    from egnlp.tagger.tag_scores import choose_column, tag_scores
+    from egnlp.tagger.tagger_model import Tagger
 
     try:
         chosen = _column(column)
@@ -377,11 +377,11 @@ def parse_text_command(
     """
     with start_up():  # the imports and the models, out of the garbage collector's way
         from egnlp.corpora.formats import FORMAT_NAMES, TEXT, detect_format
-        from egnlp.corpora.errors import CorpusError
+        from egnlp.base.errors import CorpusError
         from egnlp.inputs import read_text
-        from egnlp.parser.model import Parser
+        from egnlp.parser.parser_model import Parser
         from egnlp.pipeline import parse_text, to_conllu
-        from egnlp.tagger.model import Tagger
+        from egnlp.tagger.tagger_model import Tagger
         from egnlp.tagger.text import language_name
 
         try:

@@ -1032,7 +1032,7 @@ class ArcFeaturizer:
 
     def arc_weights(self, w: np.ndarray | ArcWeights) -> ArcWeights:
         """The weights ``w`` as the direct scorer reads them (:class:`ArcWeights`); one made already is
-        returned as it is.  A model whose weights do not change keeps one (:class:`~egnlp.parser.model.Parser`)."""
+        returned as it is.  A model whose weights do not change keeps one (:class:`~egnlp.parser.parser_model.Parser`)."""
         if isinstance(w, ArcWeights):
             if w.w.shape != (self.n_features,):
                 raise ValueError(f"{w.w.shape[0]} weights for {self.n_features} features")

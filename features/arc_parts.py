@@ -1,6 +1,6 @@
 """The arc part features of training, computed one sentence at a time instead of stored per part.
 
-:class:`ArcPartFeatures` is the parser's :class:`~egnlp.training.problem.PartFeatureSet`:
+:class:`ArcPartFeatures` is the parser's :class:`~egnlp.training.structured_problem.PartFeatureSet`:
 the parts of a sentence of n words are the (n+1) x (n+1) cells [head,
 modifier] in row-major order, with the feature ids of
 :meth:`~egnlp.features.arc_featurizer.ArcFeaturizer.part_features` (the CSR
@@ -743,7 +743,7 @@ class CacheBudget:
 class ArcPartFeatures(PartRanges):
     """The arc features of an encoded corpus under an :class:`~egnlp.features.arc_featurizer.ArcFeaturizer`,
     computed one sentence at a time (see the module docstring): a
-    :class:`~egnlp.training.problem.PartFeatureSet` with the parts and ids of
+    :class:`~egnlp.training.structured_problem.PartFeatureSet` with the parts and ids of
     :meth:`ArcFeaturizer.part_features`.  Keep the featurizer's alphabet fixed while it is used."""
 
     def __init__(self, featurizer, encoded: EncodedCorpus, cache_bytes: "int | CacheBudget" = 0):

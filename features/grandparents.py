@@ -3,12 +3,12 @@
 A grandparent part (g, h, m) is the arc h -> m together with g, the head of
 h (h is a word; the root's own arcs have no grandparent part).  Its score is
 the weights of the grandparent templates of (g, h, m); the third-order
-parser (:mod:`egnlp.parser.eisner3`) adds it to the score of the arc's
+parser (:mod:`egnlp.parser.eisner_grandparents`) adds it to the score of the arc's
 sibling part.
 
 Parts of a sentence of n words (size = n + 1, root at 0): the cells
 ``(g size + h) size + m`` of a (size, size, size) array, as
-:mod:`egnlp.parser.eisner3` reads them.  Cells that are never a grandparent
+:mod:`egnlp.parser.eisner_grandparents` reads them.  Cells that are never a grandparent
 part (h = 0, m = 0, h = m, g = h, g = m) have no features.
 
 Templates:
@@ -226,7 +226,7 @@ class GrandFeaturizer(PartAlphabet):
 
 
 class GrandPartFeatures(LayeredPartFeatures):
-    """The parser's :class:`~egnlp.training.problem.PartFeatureSet` with sibling and grandparent parts:
+    """The parser's :class:`~egnlp.training.structured_problem.PartFeatureSet` with sibling and grandparent parts:
     the parts of a sentence are its sibling parts (``sib``, a
     :class:`~egnlp.features.siblings.SiblingPartFeatures`: features 0..sib.n_features - 1) followed by
     its (size, size, size) grandparent cells (module docstring; ``grand``'s features after the sibling

@@ -6,7 +6,7 @@ is h's closest modifier on its side).  Its score is the first-order score
 of the arc h -> m plus the weights of the sibling templates of (h, s, m).
 
 Parts of a sentence of n words (size = n + 1, root at 0), as
-:mod:`egnlp.parser.eisner2` lays them out: cells (h, m) in row-major order,
+:mod:`egnlp.parser.eisner_siblings` lays them out: cells (h, m) in row-major order,
 m in 1..n, m != h; the cell of (h, m) holds |h - m| parts, k = 0 for "no
 sibling" and k = |s - h| for the sibling s strictly between h and m.
 
@@ -372,7 +372,7 @@ class LayeredPartFeatures(PartRanges):
 
 
 class SiblingPartFeatures(LayeredPartFeatures):
-    """The parser's :class:`~egnlp.training.problem.PartFeatureSet` with sibling parts: the parts of a
+    """The parser's :class:`~egnlp.training.structured_problem.PartFeatureSet` with sibling parts: the parts of a
     sentence are its sibling parts (module docstring), the features the first-order ones of the part's
     arc (``arcs``, an :class:`~egnlp.features.arc_parts.ArcPartFeatures`, ids 0..arcs.n_features - 1)
     and the sibling templates' (``siblings``, after them).  Part ranges must be whole sentences."""

@@ -1,1 +1,21 @@
-"""parser package."""
+"""The dependency parser: tree decoders (Eisner, Chu-Liu-Edmonds, the matrix-tree theorem, the second-
+and third-order charts), the parsing problem trainers see, the arc labeler, and the :class:`Parser` model.
+
+    from egnlp.parser import Parser
+    parser = Parser.load("es.npz")
+    trees = parser.parse_corpus(sentences)
+"""
+
+from typing import TYPE_CHECKING
+
+from egnlp.base.exports import lazy_exports
+
+_EXPORTS = {"Parser": "parser_model", "attachment_scores": "attachment_scores"}
+
+if TYPE_CHECKING:
+    from .attachment_scores import attachment_scores
+    from .parser_model import Parser
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+__all__ = ["Parser", "attachment_scores"]

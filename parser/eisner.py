@@ -159,7 +159,7 @@ def _fill(scores, single, use_max, C, CT, I, L, split_i, split_c):
 @numba.njit(cache=True)
 def _complete_items(I, C, CT, s, t, use_max, split_c):
     """The two complete items of the span s < t from the incomplete ones (shared with the second-order
-    chart of :mod:`egnlp.parser.eisner2`, whose complete items are the same); ``split_c`` gets the best
+    chart of :mod:`egnlp.parser.eisner_siblings`, whose complete items are the same); ``split_c`` gets the best
     split points in max-plus."""
     # C[s, t] = (+)_{s < r <= t} I[s, r] + C[r, t]:
     # arc s -> r, then r's right-complete subtree r..t  (C[r, t] = CT[t, r]).

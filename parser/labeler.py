@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from egnlp.corpora.files import check_arrays, check_labels
+from egnlp.base.files import check_arrays, check_labels
 from egnlp.corpora import Sentence
 from egnlp.features.arc_labels import feature_atoms, label_keys
 from egnlp.features.arc_templates import EncodedCorpus

@@ -1,10 +1,23 @@
-"""tagger package: chain kernels, the CRF tagger, the Tagger model and raw-text tokenisation.
+"""The taggers: chain kernels (Viterbi, forward-backward), the CRF and maxent models, raw-text
+segmentation, and the :class:`Tagger` model.
 
     from egnlp.tagger import Tagger
     tagger = Tagger.load("pos.npz")
     tagger.tag("The cat sat on the mat. It purred.")
 """
 
-from egnlp.tagger.model import ModelError, Tagger
+from typing import TYPE_CHECKING
 
-__all__ = ["ModelError", "Tagger"]
+from egnlp.base.exports import lazy_exports
+
+_EXPORTS = {"Tagger": "tagger_model", "ModelError": "egnlp.base.errors", "tag_scores": "tag_scores"}
+
+if TYPE_CHECKING:
+    from egnlp.base.errors import ModelError
+
+    from .tag_scores import tag_scores
+    from .tagger_model import Tagger
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+__all__ = ["ModelError", "Tagger", "tag_scores"]

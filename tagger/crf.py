@@ -1,22 +1,22 @@
 """The linear-chain CRF tagger model: a fitted feature space and its weights, decoded by Viterbi.
 
-The feature space (:class:`egnlp.features.chain.ChainFeaturizer`: observation
+The feature space (:class:`egnlp.features.chain_features.ChainFeaturizer`: observation
 predicates conjoined with labels, label transitions, start and stop
-features) and its parts are described in :mod:`egnlp.features.chain`; the
+features) and its parts are described in :mod:`egnlp.features.chain_features`; the
 structured problem the trainers solve over them is
-:class:`egnlp.tagger.problem.TaggingProblem` (Collins et al. 2008, Sec. 4,
+:class:`egnlp.tagger.tagging_problem.TaggingProblem` (Collins et al. 2008, Sec. 4,
 on the chain MRF of Bartlett et al. 2004, Sec. 2.1, Example 1).  A trained
 :class:`CRFModel` tags by Viterbi and gives the token marginals by
-forward-backward (:mod:`egnlp.tagger.chain`).
+forward-backward (:mod:`egnlp.tagger.chain_inference`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from egnlp.corpora.files import check_arrays, check_labels, pack_strings, unpack_strings
-from egnlp.features.chain import ChainFeatures, ChainFeaturizer, predicates_fingerprint
-from egnlp.tagger.chain import forward_backward, viterbi
+from egnlp.base.files import check_arrays, check_labels, pack_strings, unpack_strings
+from egnlp.features.chain_features import ChainFeatures, ChainFeaturizer, predicates_fingerprint
+from egnlp.tagger.chain_inference import forward_backward, viterbi
 
 KIND = "crf"
 # The arrays of a CRF in a model file: name -> (dtype, number of dimensions).

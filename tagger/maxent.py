@@ -14,7 +14,7 @@ number of labels.  Predicates seen fewer than ``cutoff`` times are dropped.
 
 This module builds the training events (:func:`training_events`: one event
 per token, its predicate ids and gold label) and decodes.  The application
-layer (:func:`egnlp.tagging.train_maxent_tagger`) turns the events into a
+layer (:func:`egnlp.tagger_training.train_maxent_tagger`) turns the events into a
 :class:`egnlp.training.maxent_problem.MaxentProblem` and trains it with the
 coordinate descent of Huang et al. (2010, Algorithm 3) or a baseline.
 Decoding is a left-to-right beam search (Ratnaparkhi 1996), a Numba kernel.
@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from numba import njit
 
-from egnlp.corpora.files import check_arrays, check_labels, pack_strings, unpack_strings
+from egnlp.base.files import check_arrays, check_labels, pack_strings, unpack_strings
 from egnlp.features.label_pairs import label_scores
 from egnlp.features.predicates import BOS, token_predicates
 

@@ -47,7 +47,7 @@ try:  # NLTK 3.8.2 and later read the pickle-free Punkt models (punkt_tab)
 except ImportError:  # pragma: no cover - older NLTK: the built-in parameters below
     PunktTokenizer = None
 
-from egnlp.corpora.files import FORBIDDEN_CHARACTERS
+from egnlp.base.files import FORBIDDEN_CHARACTERS
 from egnlp.corpora.sentence import MAX_WORDS
 
 __all__ = ["LANGUAGES", "TextSentence", "Token", "language_name", "segment", "sentence_splitter",

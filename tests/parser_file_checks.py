@@ -12,9 +12,9 @@ import pytest
 from scipy.optimize import minimize
 
 from egnlp.corpora import load_dataset, read_conll, write_conll
-from egnlp.corpora.files import ModelError, read_npz, write_npz_atomic
-from egnlp.parser.model import FORMAT_VERSION, MODEL_KIND, Parser
-from egnlp.training.problem import log_linear_gradient, log_linear_primal
+from egnlp.base.files import ModelError, read_npz, write_npz_atomic
+from egnlp.parser.parser_model import FORMAT_VERSION, MODEL_KIND, Parser
+from egnlp.training.structured_problem import log_linear_gradient, log_linear_primal
 from egnlp.training.registry import get_trainer, make_config
 
 from cli_helpers import assert_ok, error_line, run

@@ -10,7 +10,7 @@ from egnlp.corpora.sentence import Sentence
 from egnlp.features.arc_featurizer import FILTER_SHARE, ArcFeaturizer, find_ids, slot_id
 from egnlp.features.arc_parts import ArcPartFeatures, CompiledSentence
 from egnlp.features.arc_templates import N_PAIR, N_SLOTS, _pair_used, _tag_template, arc_keys, dirdist_slot
-from egnlp.parser.problem import ParsingProblem
+from egnlp.parser.parsing_problem import ParsingProblem
 from egnlp.training.registry import get_trainer, make_config
 
 
@@ -72,7 +72,7 @@ def test_same_scores(paths):
 def test_scores_of_two_vectors_in_one_walk_are_the_same_bits(paths):
     """scores_many (BCFW's iterate and recorded point together) gives each vector's scores to the bit, on
     whole sentences, on ranges that cut them and through the trainers' helper; three vectors are refused."""
-    from egnlp.training.problem import scores_many
+    from egnlp.training.structured_problem import scores_many
 
     _, parts = paths
     rng = np.random.default_rng(2)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import assert_ok, error_line, run, usage_line
 from egnlp.corpora import load_dataset, write_conll
-from egnlp.parser.model import Parser
+from egnlp.parser.parser_model import Parser
 
 
 @pytest.fixture(scope="module")
@@ -149,8 +149,8 @@ def test_demo_trains_a_parser_and_a_tagger_and_parses_with_predicted_tags(tmp_pa
 
 def test_a_run_of_its_own_budget() -> None:
     """``/<N>s`` gives one run its own time budget, which wins over the bench's."""
-    from egnlp.api import build_parsing_problem
-    from egnlp.bench import compare_optimizers, run_spec
+    from egnlp.parser_training import build_parsing_problem
+    from egnlp.comparisons import compare_optimizers, run_spec
 
     assert run_spec("egr/2400s") == ("egr", {"max_seconds": 2400.0})
     assert run_spec("bcfw/gap/1.5s") == ("bcfw", {"order": "gap", "max_seconds": 1.5})

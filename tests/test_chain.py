@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from egnlp.tagger.chain import (forward_backward, hamming_cost, log_partition, path_score, viterbi,
+from egnlp.tagger.chain_inference import (forward_backward, hamming_cost, log_partition, path_score, viterbi,
                           viterbi_augmented)
 
 

@@ -25,10 +25,10 @@ import pytest
 from typer.testing import Result
 
 from egnlp.corpora import Sentence, format_conll, list_datasets, load_dataset, read_conll, write_conll
-from egnlp.corpora.files import add_checksum
+from egnlp.base.files import add_checksum
 from egnlp.corpora.sentence import COL9, COL10, DEPREL, HEAD, find_cycle, is_projective
-from egnlp.parser.evaluate import attachment_scores
-from egnlp.parser.model import Parser
+from egnlp.parser.attachment_scores import attachment_scores
+from egnlp.parser.parser_model import Parser
 
 from cli_helpers import assert_ok, error_line, ok_output, run, usage_line
 

@@ -42,8 +42,8 @@ from egnlp import console
 from egnlp.cli import app
 from egnlp.corpora import detect_format, load_dataset, parse_conll, parse_corpus, read_conll, read_corpus, write_conll
 from egnlp.corpora.sentence import LEMMA
-from egnlp.parser.evaluate import attachment_scores
-from egnlp.parser.model import Parser
+from egnlp.parser.attachment_scores import attachment_scores
+from egnlp.parser.parser_model import Parser
 from egnlp.tagger import Tagger
 
 UD = Path(os.environ["EGNLP_UD_DIR"])
@@ -169,10 +169,10 @@ def test_help_shows_every_default_choice_and_whole_help_text(path: tuple[str, ..
 
 
 def test_help_defaults_are_the_code_defaults() -> None:
-    from egnlp.api import (DEFAULT_PARSER_C, DEFAULT_PARSER_SETTINGS, DEFAULT_PARSER_TRAINER, DEFAULT_PATIENCE,
+    from egnlp.parser_training import (DEFAULT_PARSER_C, DEFAULT_PARSER_SETTINGS, DEFAULT_PARSER_TRAINER, DEFAULT_PATIENCE,
                            FIRST_ORDER_SETTINGS, parser_settings)
     from egnlp.distributed import DASK_TRAINERS
-    from egnlp.tagging import DEFAULT_C, DEFAULT_SIGMA2, MAXENT_DEFAULTS, train_maxent_tagger
+    from egnlp.tagger_training import DEFAULT_C, DEFAULT_SIGMA2, MAXENT_DEFAULTS, train_maxent_tagger
     from egnlp.training.eg import EGConfig
 
     assert console.PARSER_TRAINER == DEFAULT_PARSER_TRAINER and console.PARSER_C == DEFAULT_PARSER_C

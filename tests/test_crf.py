@@ -15,13 +15,13 @@ import pytest
 from nltk.corpus import conll2000
 from scipy.optimize import minimize
 
-from egnlp.features.chain import ChainFeaturizer
+from egnlp.features.chain_features import ChainFeaturizer
 from egnlp.features.csr import PartFeatures
 from egnlp.features.predicates import token_predicates
 from egnlp.tagger.crf import CRFModel
-from egnlp.tagger.problem import TaggingProblem
+from egnlp.tagger.tagging_problem import TaggingProblem
 from egnlp.training.eg import EGConfig, fit_eg_ll
-from egnlp.training.problem import log_linear_gradient, log_linear_primal
+from egnlp.training.structured_problem import log_linear_gradient, log_linear_primal
 
 
 def pos_data(k, split="train.txt"):

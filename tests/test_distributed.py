@@ -11,14 +11,14 @@ distributed = pytest.importorskip("distributed", reason="the optional extra dask
 
 from cli_helpers import assert_ok, error_line, run  # noqa: E402
 
-from egnlp.api import build_parsing_problem, train_parser  # noqa: E402
+from egnlp.parser_training import build_parsing_problem, train_parser  # noqa: E402
 from egnlp.corpora import format_conll, load_dataset  # noqa: E402
 import egnlp.inputs as inputs  # noqa: E402
 from egnlp.distributed import (dask_client, fit_cocoa, parse_on_cluster, shard_sentences,  # noqa: E402
                                tag_on_cluster)
-from egnlp.tagging import label_columns, train_crf_tagger  # noqa: E402
+from egnlp.tagger_training import label_columns, train_crf_tagger  # noqa: E402
 from egnlp.training.eg import EGConfig, fit_eg  # noqa: E402
-from egnlp.training.problem import log_linear_primal, max_margin_primal  # noqa: E402
+from egnlp.training.structured_problem import log_linear_primal, max_margin_primal  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +152,7 @@ def test_cli_train_on_the_cluster(client, short_train, tmp_path):
     result = run("parser", "train", "--train", data, "-o", model, "--dask", client.scheduler.address,
                  "--workers", "2", "--passes", "3", "--no-labels", "--json")
     assert_ok(result)
-    from egnlp.parser.model import Parser
+    from egnlp.parser.parser_model import Parser
 
     parser = Parser.load(model)
     assert parser.info["distributed"] == {"engine": "dask", "method": "cocoa+", "shards": 2, "sigma": 2}

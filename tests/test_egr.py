@@ -19,8 +19,8 @@ from egnlp.training.egr import (
 from egnlp.training.max_margin import BCFWConfig, fit_bcfw
 from egnlp.training.registry import get_trainer, make_config
 
-from egnlp.api import build_parsing_problem
-from egnlp.bench import tagging_problem
+from egnlp.parser_training import build_parsing_problem
+from egnlp.comparisons import tagging_problem
 
 from eg_checks import KEEP_ALL
 

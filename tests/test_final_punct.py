@@ -17,12 +17,12 @@ import pytest
 from cli_helpers import assert_ok, error_line, run
 from tree_space_checks import projective_trees
 
-from egnlp.api import choose_final_on_root, train_parser
+from egnlp.parser_training import choose_final_on_root, train_parser
 from egnlp.corpora import load_dataset, read_conll, write_conll
-from egnlp.corpora.files import read_npz, write_npz_atomic
+from egnlp.base.files import read_npz, write_npz_atomic
 from egnlp.corpora.sentence import is_projective
 from egnlp.parser.eisner import tree_score
-from egnlp.parser.model import FORMAT_VERSION, MODEL_KIND, Parser, final_punct
+from egnlp.parser.parser_model import FORMAT_VERSION, MODEL_KIND, Parser, final_punct
 from egnlp.parser.trees import (FINAL_ON_ROOT_SHARE, NON_PROJECTIVE, PROJECTIVE, final_on_root_argmax,
                                 final_on_root_share, keeps_final_on_root, tree_space)
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from egnlp.api import build_parsing_problem, train_parser
+from egnlp.parser_training import build_parsing_problem, train_parser
 from egnlp.corpora import load_dataset
 from egnlp.features.arc_templates import CPOS, POS, WORD, _key, dirdist_slot
 from egnlp.features.grandparents import _T0
-from egnlp.parser.eisner2 import n_sibling_parts, sibling_indicator
-from egnlp.parser.eisner3 import grand_argmax, grand_indicator
-from egnlp.parser.problem import sibling_loss
+from egnlp.parser.eisner_siblings import n_sibling_parts, sibling_indicator
+from egnlp.parser.eisner_grandparents import grand_argmax, grand_indicator
+from egnlp.parser.parsing_problem import sibling_loss
 
 from parser_file_checks import (check_cli_model, check_eg_reaches_lbfgs, check_feature_set,
                                 check_max_margin_trainers_agree, check_saved_parser)

@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 
 from cli_helpers import assert_ok, run, usage_line
-from egnlp import api
-from egnlp.api import train_parser
+from egnlp import parser_training as api
+from egnlp.parser_training import train_parser
 from egnlp.corpora import load_dataset, load_sentences, read_conll, write_conll
-from egnlp.corpora.blocks import MIN_ITEMS, map_blocks, resolve_jobs
-from egnlp.parser.model import Parser
-from egnlp.tagger.model import Tagger
+from egnlp.base.workers import MIN_ITEMS, map_blocks, resolve_jobs
+from egnlp.parser.parser_model import Parser
+from egnlp.tagger.tagger_model import Tagger
 
 TEXT = ("The company said its profit rose 5 % in the third quarter. Mr. Smith, the chairman, "
         "expects sales to grow next year!\n\nShares fell 2.5 cents. ")
@@ -132,7 +132,7 @@ def test_training_jobs_2_records_and_trains_what_jobs_1_does(trainer: str, monke
 def test_dev_sentences_are_kept_before_the_workers_fork(siblings: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """The dev scorer compiles the sentences its budget holds in this process, once (the workers of
     --jobs inherit them), up to the budget, and scores as it does without keeping any."""
-    from egnlp.api import build_parsing_problem, uas_scorer
+    from egnlp.parser_training import build_parsing_problem, uas_scorer
     from egnlp.features.arc_parts import CacheBudget
 
     monkeypatch.setattr(api, "DEV_JOBS_MIN_SENTENCES", MIN_ITEMS)
@@ -156,8 +156,8 @@ def test_small_first_order_dev_sets_and_zero_weights_stay_in_this_process(monkey
     """Below DEV_JOBS_MIN_SENTENCES a first-order dev set is decoded here whatever jobs says (a second-order
     one takes the workers), and an evaluation pass at w = 0 (nothing to score) runs here: the workers'
     start would cost more than they save."""
-    from egnlp.api import build_parsing_problem, uas_scorer
-    from egnlp.training import problem as problem_module
+    from egnlp.parser_training import build_parsing_problem, uas_scorer
+    from egnlp.training import structured_problem as problem_module
 
     asked: list[int] = []
 

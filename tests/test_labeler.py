@@ -8,13 +8,13 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from egnlp.api import train_labeler, train_parser
+from egnlp.parser_training import train_labeler, train_parser
 from egnlp.corpora import load_dataset, parse_conll
 from egnlp.features.arc_featurizer import ArcFeaturizer
 from egnlp.features.arc_labels import (KEYS_PER_CHILD, KEYS_PER_HEAD_FEATURE, KEYS_PER_MOD_FEATURE,
                                        KEYS_PER_SIBLING, N_FIXED_KEYS)
 from egnlp.parser.labeler import arc_label_keys
-from egnlp.parser.model import Parser
+from egnlp.parser.parser_model import Parser
 
 
 def _sentence(rows):

@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("corpora", "features", "parser", "tagger", "training")
+PACKAGES = ("base", "corpora", "features", "parser", "tagger", "training")
 APPLICATION = "application"  # the modules of egnlp/ itself: the CLI, the API, the pipeline
 
 
 def documented_layers() -> list[set[str]]:
-    """The layers of docs/architecture.md, lowest first, e.g. [{corpora}, {features}, {parser, tagger,
+    """The layers of docs/architecture.md, lowest first, e.g. [{base}, {corpora}, {features}, {parser, tagger,
     training}, {application}]."""
     text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     match = re.search(r"^Layers:\s*(.+)$", text, re.MULTILINE)
@@ -98,11 +98,11 @@ def test_imports_go_down_the_layers():
 
 def test_the_checker_sees_a_wrong_import(tmp_path):
     """The walk resolves relative imports and finds imports inside functions."""
-    path = tmp_path / "model.py"
-    path.write_text("from .chain import viterbi\n\ndef f():\n    from egnlp.training.eg import EGConfig\n")
-    assert imported_modules(path, "egnlp.tagger.model") == [(1, "egnlp.tagger.chain"), (4, "egnlp.training.eg")]
+    path = tmp_path / "tagger_model.py"
+    path.write_text("from .chain_inference import viterbi\n\ndef f():\n    from egnlp.training.eg import EGConfig\n")
+    assert imported_modules(path, "egnlp.tagger.tagger_model") == [(1, "egnlp.tagger.chain_inference"), (4, "egnlp.training.eg")]
     rank = {name: level for level, layer in enumerate(documented_layers()) for name in layer}
-    assert rank[package_of("egnlp.training.eg")] == rank[package_of("egnlp.tagger.model")]
+    assert rank[package_of("egnlp.training.eg")] == rank[package_of("egnlp.tagger.tagger_model")]
 
 
 def test_tests_share_helpers_not_test_modules():
@@ -114,7 +114,7 @@ def test_tests_share_helpers_not_test_modules():
 
 
 @pytest.mark.parametrize("code, error", [
-    ("import egnlp.parser, egnlp.tagger, egnlp.training, egnlp.features, egnlp.corpora; print('ok')", None),
+    ("import egnlp.parser, egnlp.tagger, egnlp.training, egnlp.features, egnlp.corpora, egnlp.base; print('ok')", None),
     *[(f"import {name}", "ModuleNotFoundError") for name in PACKAGES],
 ])
 def test_one_namespace_outside_the_checkout(tmp_path, code, error):

@@ -16,7 +16,7 @@ from nltk.corpus import conll2000
 
 from egnlp.features.predicates import token_predicates
 from egnlp.tagger.maxent import BOS, MaxentModel, history_predicates, training_events
-from egnlp.tagging import train_maxent_tagger
+from egnlp.tagger_training import train_maxent_tagger
 from egnlp.training.coordinate_descent import CDConfig, fit_cd
 from egnlp.training.iterative_scaling import GISConfig, SCGISConfig
 from egnlp.training.maxent_problem import Columns, MaxentProblem, Sums, update_sums

@@ -17,10 +17,10 @@ import pytest
 
 from cli_helpers import assert_ok, error_line, run
 from egnlp.corpora import load_dataset, load_sentences, write_conll
-from egnlp.corpora.files import write_npz_atomic
-from egnlp.parser import model as parser_model
-from egnlp.parser.model import Parser
-from egnlp.tagger import model as tagger_model
+from egnlp.base.files import write_npz_atomic
+from egnlp.parser import parser_model
+from egnlp.parser.parser_model import Parser
+from egnlp.tagger import tagger_model
 from egnlp.tagger import Tagger
 
 

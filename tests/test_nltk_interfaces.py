@@ -16,11 +16,11 @@ from nltk.parse import DependencyGraph
 from nltk.parse.api import ParserI
 from nltk.tag.api import TaggerI
 
-from egnlp.api import train_parser
+from egnlp.parser_training import train_parser
 from egnlp.corpora import Sentence, load_dataset, load_sentences
-from egnlp.parser.model import Parser
+from egnlp.parser.parser_model import Parser
 from egnlp.tagger import Tagger
-from egnlp.tagging import train_crf_tagger
+from egnlp.tagger_training import train_crf_tagger
 
 
 @pytest.fixture(scope="module")
@@ -282,7 +282,7 @@ def test_a_chunker_is_no_tagger_for_the_parser(wsj_parser: Parser, chunker: Tagg
 
 LAZY_SCRIPT = r"""
 import sys
-from egnlp.parser.model import Parser
+from egnlp.parser.parser_model import Parser
 from egnlp.tagger import Tagger
 import egnlp.cli  # the whole command line
 assert "nltk" not in sys.modules, "importing egnlp imported NLTK"

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from cli_helpers import assert_ok, error_line, run, usage_line
-from egnlp.api import train_parser
+from egnlp.parser_training import train_parser
 from egnlp.corpora import load_dataset, write_conll
 from egnlp.training.records import BestPass, PassRecord
 
@@ -142,7 +142,7 @@ def test_cli_patience(data, tmp_path: Path) -> None:
 def test_the_default_patience_is_for_the_online_trainers() -> None:
     """parser train stops the online trainers early by default; the batch ones (egr stalls for its first
     iterations while mu_k is large) run to their tolerance or pass limit."""
-    from egnlp.api import DEFAULT_PATIENCE, ONLINE_TRAINERS, default_patience
+    from egnlp.parser_training import DEFAULT_PATIENCE, ONLINE_TRAINERS, default_patience
     from egnlp.training.registry import trainer_names
 
     assert set(ONLINE_TRAINERS) < set(trainer_names())

@@ -17,7 +17,7 @@ import pytest
 
 from egnlp.corpora import load_sentences, parse_conll, write_conll
 from egnlp.corpora.sentence import COL10, CPOS, POS
-from egnlp.parser.model import Parser
+from egnlp.parser.parser_model import Parser
 from egnlp.pipeline import parse_text, parser_columns, tag_text, to_conllu
 from egnlp.tagger import Tagger
 from egnlp.tagger.text import segment, sentences_and_tokens, split_sentences, tokenize, vocabulary_abbreviations

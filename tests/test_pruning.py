@@ -5,14 +5,14 @@ import copy
 import numpy as np
 import pytest
 
-from egnlp.api import train_parser
+from egnlp.parser_training import train_parser
 from egnlp.corpora import load_dataset
 from egnlp.corpora.sentence import CPOS as CPOS_COLUMN
 from egnlp.corpora.sentence import POS as POS_COLUMN
 from egnlp.corpora.sentence import Sentence
 from egnlp.features.arc_featurizer import ArcFeaturizer
 from egnlp.features.arc_templates import CPOS, dirdist_slot
-from egnlp.parser.model import Parser
+from egnlp.parser.parser_model import Parser
 
 
 def _reach(f: ArcFeaturizer, train) -> dict:

@@ -62,8 +62,8 @@ def run_blocks(blocks: list[tuple[int, str]], name: str = "README.md") -> str:
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder with the model files the examples load, trained small."""
-    from egnlp.api import train_parser
-    from egnlp.tagging import label_columns, train_crf_tagger
+    from egnlp.parser_training import train_parser
+    from egnlp.tagger_training import label_columns, train_crf_tagger
 
     folder = tmp_path_factory.mktemp("readme")
     pos = load_dataset("conll2000-pos", "train")[:200]

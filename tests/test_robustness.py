@@ -15,7 +15,7 @@ Model files of a small parser and two small taggers (trained once per
 module) are tampered with: flipped bytes, truncations, zip member edits,
 arrays retyped or reshaped, metadata edits. Files changed after they were
 written fail on their checksum; files rebuilt with a valid checksum
-(:func:`~egnlp.corpora.files.model_bytes`, :func:`~egnlp.corpora.files.add_checksum`)
+(:func:`~egnlp.base.files.model_bytes`, :func:`~egnlp.base.files.add_checksum`)
 must still fail with a ModelError when their contents do not agree.
 """
 
@@ -40,9 +40,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from egnlp.api import train_parser
+from egnlp.parser_training import train_parser
 from egnlp.corpora import CorpusError, Sentence, load_dataset, parse_conll, parse_malt_tab, read_conll, write_conll
-from egnlp.corpora.files import (
+from egnlp.base.files import (
     CHECKSUM_LENGTH,
     MAX_META_DEPTH,
     ModelError,
@@ -53,11 +53,11 @@ from egnlp.corpora.files import (
     write_text_atomic,
 )
 from egnlp.corpora.sentence import MAX_WORDS, find_cycle
-from egnlp.parser.model import Parser
+from egnlp.parser.parser_model import Parser
 from egnlp.pipeline import parse_text
 from egnlp.tagger import Tagger
 from egnlp.tagger.text import sentences_and_tokens, split_sentences
-from egnlp.tagging import train_crf_tagger, train_maxent_tagger
+from egnlp.tagger_training import train_crf_tagger, train_maxent_tagger
 
 from cli_helpers import assert_ok, error_line, run
 
@@ -703,7 +703,7 @@ def test_stale_temporary_files_are_removed_by_the_next_write(folder: Path) -> No
 KILLED_WRITER = """
 import sys, time
 from pathlib import Path
-from egnlp.corpora import files
+from egnlp.base import files
 def slow(handle):
     handle.write(b"partial")
     handle.flush()

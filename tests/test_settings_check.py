@@ -8,9 +8,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from egnlp.api import train_parser, train_parser_path
+from egnlp.parser_training import train_parser, train_parser_path
 from egnlp.corpora import load_dataset
-from egnlp.tagging import train_crf_tagger, train_maxent_tagger
+from egnlp.tagger_training import train_crf_tagger, train_maxent_tagger
 from egnlp.training.registry import MAXENT, TRAINERS, check_settings, get_trainer, make_config
 
 EG_FIELDS = ", ".join(sorted(f.name for f in dataclasses.fields(get_trainer("eg-mm").config)))

@@ -9,14 +9,14 @@ import multiprocessing
 import numpy as np
 import pytest
 
-from egnlp.api import (DEV_CACHE_BYTES, FEATURE_CACHE_BYTES, build_parsing_problem, cache_budget,
+from egnlp.parser_training import (DEV_CACHE_BYTES, FEATURE_CACHE_BYTES, build_parsing_problem, cache_budget,
                        train_parser)
 from egnlp.corpora import load_dataset
 from egnlp.features.arc_parts import CacheBudget
 from egnlp.features.arc_templates import CPOS, POS, WORD, _key, dirdist_slot
 from egnlp.features.siblings import _NONE, _T0
-from egnlp.parser.eisner2 import n_sibling_parts, sibling_argmax, sibling_indicator, sibling_offsets, tree_parts
-from egnlp.parser.problem import sibling_loss
+from egnlp.parser.eisner_siblings import n_sibling_parts, sibling_argmax, sibling_indicator, sibling_offsets, tree_parts
+from egnlp.parser.parsing_problem import sibling_loss
 
 from parser_file_checks import (check_cli_model, check_eg_reaches_lbfgs, check_feature_set,
                                 check_max_margin_trainers_agree, check_saved_parser)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import egnlp.inputs as inputs
-from egnlp.api import train_parser
+from egnlp.parser_training import train_parser
 from egnlp.corpora import CorpusError, load_dataset
 from egnlp.console import DecodingProgress
 from egnlp.corpora.formats import parse_as
@@ -165,7 +165,7 @@ def test_parse_writes_the_same_bytes_in_pieces(tmp_path, model, dev_head, monkey
 def test_tag_writes_the_same_bytes_in_pieces(tmp_path, monkeypatch) -> None:
     """``tagger tag`` of a CoNLL-U file in pieces of 20 KB on two jobs writes what it writes in one
     piece on one job (CoNLL and word/TAG text output)."""
-    from egnlp.tagging import train_crf_tagger
+    from egnlp.tagger_training import train_crf_tagger
 
     train = load_dataset("pt-bosque", "train")[:150]
     tagger, _ = train_crf_tagger([s.forms for s in train], [s.cpos for s in train], column="upos", max_passes=3)

@@ -21,11 +21,11 @@ from typer.testing import Result
 
 from egnlp.corpora import load_dataset, load_sentences, parse_conll, read_conll, write_conll
 from egnlp.corpora.sentence import CPOS, POS
-from egnlp.api import train_parser
+from egnlp.parser_training import train_parser
 from egnlp.pipeline import parse_text, to_conllu
 from cli_helpers import assert_ok, error_line, ok_output, run, usage_line
 from egnlp.tagger import Tagger
-from egnlp.tagger.evaluate import tag_scores
+from egnlp.tagger.tag_scores import tag_scores
 from egnlp.tagger.text import sentences_and_tokens, split_sentences
 
 N_TRAIN, N_TEST, N_CHUNK_TRAIN = 150, 60, 100
@@ -343,7 +343,7 @@ def test_parse_text_writes_conllu_with_a_head_for_every_token(ptb_model: Path, p
     out = files["folder"] / "trees.conllu"
     assert_ok(run("parse-text", ptb_model, parser_model, files["text"], "-o", out))
     assert out.read_text(encoding="utf-8") == result.stdout
-    from egnlp.parser.model import Parser
+    from egnlp.parser.parser_model import Parser
 
     assert to_conllu(parse_text(TEXT, Tagger.load(ptb_model), Parser.load(parser_model))) == result.stdout
     assert_ok(empty := run("parse-text", ptb_model, parser_model, input="  \n"))

@@ -5,11 +5,11 @@ import pytest
 from nltk.corpus import conll2000
 
 from egnlp.corpora import Sentence
-from egnlp.tagging import train_crf_tagger
+from egnlp.tagger_training import train_crf_tagger
 from egnlp.tagger import ModelError, Tagger
 from egnlp.tagger.crf import CRFModel
 from egnlp.tagger.maxent import MaxentModel
-from egnlp.tagger.model import FORMAT_VERSION, _inner_class
+from egnlp.tagger.tagger_model import FORMAT_VERSION, _inner_class
 from egnlp.tagger.text import sentences_and_tokens, split_sentences, tokenize
 
 
@@ -150,7 +150,7 @@ def test_bad_model_files(pos_tagger, tmp_path):
         Tagger.load(truncated)
 
     arrays, inner = tagger.model.to_arrays()
-    from egnlp.corpora.files import write_npz_atomic
+    from egnlp.base.files import write_npz_atomic
 
     def write(name, arrays, **meta):
         full = {"kind": "egnlp-tagger", "format_version": FORMAT_VERSION, "model": "crf", "column": "pos",
@@ -209,7 +209,7 @@ def test_marginals_need_a_crf():
 
 
 def test_packed_strings_round_trip_and_reject_broken_arrays():
-    from egnlp.corpora.files import pack_strings, unpack_strings
+    from egnlp.base.files import pack_strings, unpack_strings
 
     words = ["", "año", "w[-1]|w[0]=the|man", "日本"]
     data, offsets = pack_strings(words)

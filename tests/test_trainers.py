@@ -11,12 +11,12 @@ import pytest
 from scipy.optimize import minimize
 
 from egnlp.corpora import load_dataset
-from egnlp.api import build_parsing_problem
-from egnlp.parser.problem import ParsingProblem
+from egnlp.parser_training import build_parsing_problem
+from egnlp.parser.parsing_problem import ParsingProblem
 from egnlp.training.eg import EGConfig, _EGRun
 from egnlp.training.max_margin import simplex_qp
 from egnlp.training.path import parse_c_path, regularization_path
-from egnlp.training.problem import log_linear_gradient, log_linear_primal, loss_augmented_examples, max_margin_primal
+from egnlp.training.structured_problem import log_linear_gradient, log_linear_primal, loss_augmented_examples, max_margin_primal
 from egnlp.training.registry import TRAINERS, get_trainer, make_config, trainer_names
 
 from eg_checks import KEEP_ALL, accepted_steps_decrease_the_dual

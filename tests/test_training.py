@@ -11,9 +11,9 @@ from scipy.optimize import minimize
 
 from egnlp.corpora import load_dataset
 from egnlp.parser.eisner import inside_outside
-from egnlp.api import build_parsing_problem
+from egnlp.parser_training import build_parsing_problem
 from egnlp.training.eg import EGConfig, _EGRun, fit_eg_ll
-from egnlp.training.problem import (example_blocks, log_linear_gradient, log_linear_primal, loss_augmented_examples,
+from egnlp.training.structured_problem import (example_blocks, log_linear_gradient, log_linear_primal, loss_augmented_examples,
                                     max_margin_primal, scored_examples)
 
 from eg_checks import KEEP_ALL, accepted_steps_decrease_the_dual, dual_from_scratch

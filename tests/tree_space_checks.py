@@ -1,5 +1,5 @@
-"""Checks shared by the tests of the tree spaces (parser.eisner, parser.nonprojective, parser.eisner2,
-parser.eisner3).
+"""Checks shared by the tests of the tree spaces (parser.eisner, parser.nonprojective, parser.eisner_siblings,
+parser.eisner_grandparents).
 
 Each inference module offers an argmax, a loss-augmented argmax, a
 log-partition function and marginals over (n + 1, n + 1) arc scores
@@ -21,7 +21,7 @@ from hypothesis.extra import numpy as hnp
 from scipy.special import logsumexp
 
 from egnlp.parser.eisner import tree_score
-from egnlp.parser.eisner2 import n_sibling_parts, sibling_offsets
+from egnlp.parser.eisner_siblings import n_sibling_parts, sibling_offsets
 
 ROOTS = ("multi", "single")
 
@@ -280,7 +280,7 @@ def check_invalid_cost(argmax_augmented) -> None:
         argmax_augmented(s, np.full((3, 3), np.nan))
 
 
-# --- sibling parts (parser.eisner2 layout) and projective trees as head arrays ---
+# --- sibling parts (parser.eisner_siblings layout) and projective trees as head arrays ---
 
 
 def _part_arcs(size: int) -> tuple[np.ndarray, np.ndarray]:

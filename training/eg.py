@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from egnlp.features.csr import add_sparse
-from egnlp.training.problem import (
+from egnlp.training.structured_problem import (
     StructuredProblem,
     gold_minus,
     hinge,

@@ -38,7 +38,7 @@ effective iterations (Collins et al. 2008, Sec. 7); the start costs two
 (alpha_0, and alpha_1 = alpha_mu1(w_1)).  The primal P(w_{k+1}) that the
 record reports comes from the second pass's scores (one loss-augmented argmax
 a sentence, no scores of its own), and the parser's problem keeps its
-compiled sentences for this trainer (``egnlp.api.FEATURE_CACHE_TRAINERS``), so
+compiled sentences for this trainer (``egnlp.parser_training.FEATURE_CACHE_TRAINERS``), so
 the features of a sentence are computed once a run, not three times an
 iteration: on the first 1,000 ``es`` sentences 2.4 times faster an iteration
 than with neither (side by side in one process, 5.5 s against 13.1 s on a
@@ -98,7 +98,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from egnlp.training.problem import StructuredProblem, blocked_dot, hinge
+from egnlp.training.structured_problem import StructuredProblem, blocked_dot, hinge
 from egnlp.training.records import (
     Callback,
     DevScorer,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from egnlp.features.csr import add_sparse
 from egnlp.training.eg import check_order, gap_order, max_margin_gaps
-from egnlp.training.problem import StructuredProblem, gold_minus, hinge, loss_augmented_examples, scores_many
+from egnlp.training.structured_problem import StructuredProblem, gold_minus, hinge, loss_augmented_examples, scores_many
 from egnlp.training.records import (
     Callback,
     DevScorer,

@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit
 
 from egnlp.training.maxent_problem import MaxentProblem
-from egnlp.training.problem import StructuredProblem, log_linear_gradient, log_linear_primal
+from egnlp.training.structured_problem import StructuredProblem, log_linear_gradient, log_linear_primal
 from egnlp.training.records import Callback, DevScorer, Recorder, TrainResult, check_budget
 
 

@@ -4,7 +4,7 @@ Every trainer has the same contract: a frozen config dataclass and
 ``fit(problem, *, config, dev=None, callbacks=(), state=None) -> TrainResult``
 writing one :class:`~egnlp.training.records.PassRecord` per pass.  A trainer
 trains one kind of problem: ``structured`` (the seam of
-:mod:`egnlp.training.problem`: the parser and the CRF tagger) or ``maxent``
+:mod:`egnlp.training.structured_problem`: the parser and the CRF tagger) or ``maxent``
 (:class:`~egnlp.training.maxent_problem.MaxentProblem`: the maxent tagger).
 A name is unique within its kind; ``lbfgs`` exists for both.
 """

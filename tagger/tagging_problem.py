@@ -1,7 +1,7 @@
-"""The tagging problem: the tagger side of the structured-problem seam (see training/problem.py).
+"""The tagging problem: the tagger side of the structured-problem seam (see training/structured_problem.py).
 
 A corpus of labelled sentences, compiled into the chain parts of
-:mod:`egnlp.features.chain` (node parts, one block of transition parts per
+:mod:`egnlp.features.chain_features` (node parts, one block of transition parts per
 sentence, start and stop parts), becomes a structured problem for the
 trainers: the gold part counts, a per-part Hamming loss, and the oracles
 the EG algorithms of Collins et al. (2008), Sec. 4, need over the labellings
@@ -10,9 +10,9 @@ of one sentence, the chain MRF of Bartlett et al. (2004), Sec. 2.1, Example 1:
 - ``marginals`` by forward-backward and ``log_partition`` by the forward algorithm,
 - ``argmax`` (loss-augmented when the loss is added to theta) by Viterbi,
 
-both from :mod:`egnlp.tagger.chain` on the (n, L) emissions, (L, L)
+both from :mod:`egnlp.tagger.chain_inference` on the (n, L) emissions, (L, L)
 transitions, (L,) start and (L,) stop scores that
-:meth:`egnlp.features.chain.ChainFeatures.unpack` cuts from a per-part vector.
+:meth:`egnlp.features.chain_features.ChainFeatures.unpack` cuts from a per-part vector.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Sequence
 
 import numpy as np
 
-from egnlp.features.chain import ChainFeatures, ChainFeaturizer
-from egnlp.tagger.chain import forward_backward, log_partition, viterbi
+from egnlp.features.chain_features import ChainFeatures, ChainFeaturizer
+from egnlp.tagger.chain_inference import forward_backward, log_partition, viterbi
 
 
 class TaggingProblem:

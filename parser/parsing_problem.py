@@ -1,4 +1,4 @@
-"""Dependency parsing as a structured problem (see training/problem.py).
+"""Dependency parsing as a structured problem (see training/structured_problem.py).
 
 Parts of sentence i are the (n+1) x (n+1) cells [head, modifier] of its arc
 score matrix in row-major order, the root at 0 (Collins et al. 2008, Sec. 4);
@@ -22,9 +22,9 @@ import numpy as np
 
 from egnlp.features.arc_parts import ArcPartFeatures
 from egnlp.features.csr import PartFeatures
-from egnlp.parser.eisner2 import (n_sibling_parts, sibling_argmax, sibling_indicator, sibling_log_partition,
+from egnlp.parser.eisner_siblings import (n_sibling_parts, sibling_argmax, sibling_indicator, sibling_log_partition,
                                   sibling_marginals, tree_parts)
-from egnlp.parser.eisner3 import grand_argmax, grand_indicator, grand_log_partition, grand_marginals
+from egnlp.parser.eisner_grandparents import grand_argmax, grand_indicator, grand_log_partition, grand_marginals
 from egnlp.parser.trees import PROJECTIVE, check_root, tree_space
 
 
@@ -49,7 +49,7 @@ class ParsingProblem:
     ``tree`` (projective, non-projective) with root constraint ``root`` (single, multi).
 
     ``gold`` (0/1) and ``loss`` (Hamming: 1 on every possible arc but the gold ones) are uint8.
-    ``jobs``: the processes of the trainers' evaluation passes (:mod:`egnlp.training.problem`).
+    ``jobs``: the processes of the trainers' evaluation passes (:mod:`egnlp.training.structured_problem`).
     """
 
     PART_KIND = "arc"
@@ -116,7 +116,7 @@ class ParsingProblem:
 
 
 def sibling_loss(heads, size: int) -> np.ndarray:
-    """Hamming loss of every sibling part (:mod:`egnlp.parser.eisner2` layout) of a sentence with gold
+    """Hamming loss of every sibling part (:mod:`egnlp.parser.eisner_siblings` layout) of a sentence with gold
     ``heads`` (words 1..size-1): 1 on the parts of every arc but the gold ones, as uint8."""
     h, m = np.meshgrid(np.arange(size), np.arange(size), indexing="ij")
     valid = (m >= 1) & (h != m)
@@ -186,7 +186,7 @@ class SentenceParts:
 
 class SiblingParsingProblem(ParsingProblem):
     """Second-order (sibling) projective parsing of a corpus (McDonald and Pereira 2006): the parts of a
-    sentence are its sibling parts (h, s, m) in the layout of :mod:`egnlp.parser.eisner2`, their features
+    sentence are its sibling parts (h, s, m) in the layout of :mod:`egnlp.parser.eisner_siblings`, their features
     ``features`` (:class:`egnlp.features.siblings.SiblingPartFeatures`: the arc's first-order features and
     the sibling templates), the oracles the second-order Eisner algorithms in the projective space
     with root constraint ``root``.  ``gold`` marks the part each word's gold arc uses (non-projective gold
@@ -230,7 +230,7 @@ class GrandParsingProblem(SiblingParsingProblem):
     score factored into sibling and grandparent parts; Carreras 2007): the parts of a sentence are its
     sibling parts, then the (size, size, size) cells (g, h, m) of its grandparent parts, their features
     ``features`` (:class:`egnlp.features.grandparents.GrandPartFeatures`), the oracles the algorithms of
-    :mod:`egnlp.parser.eisner3` with root constraint ``root``.  ``gold`` marks the sibling parts of
+    :mod:`egnlp.parser.eisner_grandparents` with root constraint ``root``.  ``gold`` marks the sibling parts of
     :class:`SiblingParsingProblem` and the gold tree's grandparent cells; ``loss`` is that of the
     sibling parts (the Hamming loss of their arcs) and 0 on the grandparent cells, so a tree's loss is
     its number of wrong heads.  Both are made a sentence at a time."""

@@ -9,7 +9,7 @@ the previous sibling of m and g the head of h, is factored as
     score(g, h, s, m) = theta(h, s, m) + G[g, h, m],
 
 so a tree scores the sum of its *sibling parts* (h, s, m) (McDonald and
-Pereira 2006, the parts and flat layout of :mod:`egnlp.parser.eisner2`) plus
+Pereira 2006, the parts and flat layout of :mod:`egnlp.parser.eisner_siblings`) plus
 the sum of its *grandparent parts* (g, h, m) (Carreras 2007): one for every
 arc h -> m with h >= 1, g = heads[h].  The root's own arcs (h = 0) have no
 grandparent part.  Three dynamic programs share one chart layout: the best
@@ -25,7 +25,7 @@ words 1..n, with n >= 1.  A tree is an int64 array ``heads`` of length
 
 * Sibling parts: ``theta``, a flat float64 vector of length
   ``n_sibling_parts(size)`` laid out by ``sibling_offsets(size)``, exactly as
-  in :mod:`egnlp.parser.eisner2` (``tree_parts``, ``sibling_indicator``).
+  in :mod:`egnlp.parser.eisner_siblings` (``tree_parts``, ``sibling_indicator``).
 * Grandparent parts: ``G``, a float64 array of shape (size, size, size)
   indexed ``G[g, h, m]``.  ``grand_parts`` lists the (g, h, m) of a tree,
   ``grand_indicator`` is their 0/1 array.  Entries that no projective tree
@@ -97,7 +97,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from egnlp.parser.eisner import _is_single_root
-from egnlp.parser.eisner2 import _check_heads, _check_theta
+from egnlp.parser.eisner_siblings import _check_heads, _check_theta
 
 __all__ = [
     "grand_argmax",
@@ -569,7 +569,7 @@ def grand_argmax(theta: ArrayLike, G: ArrayLike, size: int, root: str = "multi")
 
     Args:
         theta: (n_sibling_parts(size),) sibling-part scores (layout of
-            :mod:`egnlp.parser.eisner2`).
+            :mod:`egnlp.parser.eisner_siblings`).
         G: (size, size, size) grandparent-part scores G[g, h, m].
         size: n + 1, the number of positions (root and words).
         root: "multi" (any number of root children) or "single" (exactly one).

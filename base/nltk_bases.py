@@ -1,7 +1,7 @@
 """NLTK base classes that cost nothing until NLTK is imported.
 
-egnlp's :class:`~egnlp.parser.model.Parser` is an ``nltk.parse.api.ParserI``
-and its :class:`~egnlp.tagger.model.Tagger` an ``nltk.tag.api.TaggerI``, but
+egnlp's :class:`~egnlp.parser.parser_model.Parser` is an ``nltk.parse.api.ParserI``
+and its :class:`~egnlp.tagger.tagger_model.Tagger` an ``nltk.tag.api.TaggerI``, but
 importing NLTK takes about 0.7 s and 75 MB (its ``__init__`` imports
 ``scipy.stats``), most of a one-sentence ``egnlp parser parse``.  So such a
 class is written on :class:`NLTKBase` and declared with :func:`nltk_base`:

@@ -1,7 +1,7 @@
 """The public Python API for taggers: train a linear-chain CRF or a maxent POS tagger or chunker.
 
     from nltk.corpus import conll2000
-    from egnlp.tagging import train_crf_tagger
+    from egnlp.tagger_training import train_crf_tagger
     sents = conll2000.tagged_sents("train.txt")
     tokens = [[w for w, _ in s] for s in sents]
     tags = [[t for _, t in s] for s in sents]
@@ -9,12 +9,12 @@
     tagger.tag("The economy grew. Prices fell.")
 
 Any structured trainer of :mod:`egnlp.training.registry` trains the CRF's
-problem (:class:`egnlp.tagger.problem.TaggingProblem` over the features of
-:mod:`egnlp.features.chain`); the default is online EG on the log-linear
+problem (:class:`egnlp.tagger.tagging_problem.TaggingProblem` over the features of
+:mod:`egnlp.features.chain_features`); the default is online EG on the log-linear
 dual (``eg-ll``).  :func:`train_maxent_tagger` builds the maxent tagger's
 events (:mod:`egnlp.tagger.maxent`) into a
 :class:`egnlp.training.maxent_problem.MaxentProblem` for the maxent trainers
-(``cd`` by default).  Both return a :class:`~egnlp.tagger.model.Tagger`
+(``cd`` by default).  Both return a :class:`~egnlp.tagger.tagger_model.Tagger`
 and the run's :class:`~egnlp.training.records.TrainResult`.
 """
 
@@ -29,11 +29,11 @@ import numpy as np
 from egnlp.corpora import CorpusError, Sentence, dataset_task, load_sentences
 from egnlp.corpora.sentence import BLANK
 from egnlp.corpora.tagging import check_tags
-from egnlp.features.chain import ChainFeaturizer
+from egnlp.features.chain_features import ChainFeaturizer
 from egnlp.tagger.crf import CRFModel, decode_ids
 from egnlp.tagger.maxent import MaxentModel, training_events
-from egnlp.tagger.model import Tagger
-from egnlp.tagger.problem import TaggingProblem
+from egnlp.tagger.tagger_model import Tagger
+from egnlp.tagger.tagging_problem import TaggingProblem
 from egnlp.training.maxent_problem import MaxentProblem
 from egnlp.training.records import Callback, TrainingInterrupted, TrainResult, fit_or_best
 from egnlp.training.registry import MAXENT, Trainer, get_trainer, make_config

@@ -55,7 +55,7 @@ L start features and L stop features, each the only feature of its part
 label; scores, scatters and sparse deltas are its three uses.
 
 The structured problem over these parts (gold, loss, marginals, argmax) is
-:class:`egnlp.tagger.problem.TaggingProblem`; decoding is in :mod:`egnlp.tagger.crf`.
+:class:`egnlp.tagger.tagging_problem.TaggingProblem`; decoding is in :mod:`egnlp.tagger.crf`.
 """
 
 from __future__ import annotations
@@ -233,7 +233,7 @@ class Encoded:
 @dataclass
 class ChainFeatures:
     """Part features of a corpus of chains (see the module docstring); a
-    :class:`egnlp.training.problem.PartFeatureSet`.
+    :class:`egnlp.training.structured_problem.PartFeatureSet`.
 
     ``trans_pairs`` (T, 2) int64 are the (a, b) of the transition parts;
     ``lab_ptr`` / ``lab_labels`` the seen labels of each predicate (feature

@@ -19,7 +19,7 @@ A model file is one ``.npz`` (numpy's zip of arrays, read with
 
 The file carries a checksum of all its bytes, and loading checks every
 array against its record and the metadata before using it
-(:mod:`egnlp.corpora.files`). It is written to a temporary file beside the
+(:mod:`egnlp.base.files`). It is written to a temporary file beside the
 target and renamed, so a crash never leaves a half-written model.
 """
 
@@ -32,15 +32,15 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from egnlp.corpora import Sentence
-from egnlp.corpora.blocks import map_blocks
+from egnlp.base.workers import map_blocks
 from egnlp.corpora.sentence import BLANK, CPOS, DEPREL, FEATS, FORM, HEAD, LEMMA, POS
-from egnlp.corpora.nltk_bases import NLTKBase, nltk_base
-from egnlp.corpora.files import ModelError, check_arrays, check_labels, read_npz, write_npz_atomic
+from egnlp.base.nltk_bases import NLTKBase, nltk_base
+from egnlp.base.files import ModelError, check_arrays, check_labels, read_npz, write_npz_atomic
 from egnlp.features.arc_featurizer import ArcFeaturizer, ArcWeights
 from egnlp.features.arc_templates import TEMPLATES_VERSION, EncodedCorpus
 from egnlp.parser.labeler import ArcLabeler
 from egnlp.parser.eisner import NoTreeError
-from egnlp.parser.evaluate import is_punct
+from egnlp.parser.attachment_scores import is_punct
 from egnlp.parser.trees import PROJECTIVE, check_final_on_root, check_root, final_on_root_argmax, tree_space
 
 if TYPE_CHECKING:  # the higher-order modules load when a model uses them (a first-order parse starts 30 ms sooner)
@@ -67,9 +67,9 @@ UNLABELED_ROOT = "ROOT"  # the relation of root arcs in the graphs of an unlabel
 class Parser(NLTKBase):
     """A first-order dependency parser, or a second-order one with ``siblings`` (a
     :class:`~egnlp.features.siblings.SiblingFeaturizer`: sibling parts, McDonald and Pereira 2006, decoded
-    by :mod:`egnlp.parser.eisner2`; projective trees only), or a third-order one with ``siblings`` and
+    by :mod:`egnlp.parser.eisner_siblings`; projective trees only), or a third-order one with ``siblings`` and
     ``grand`` (a :class:`~egnlp.features.grandparents.GrandFeaturizer`: grandparent parts too, Koo and
-    Collins 2010, decoded by :mod:`egnlp.parser.eisner3`), with a second-stage arc labeler when trained
+    Collins 2010, decoded by :mod:`egnlp.parser.eisner_grandparents`), with a second-stage arc labeler when trained
     on labels.
 
     ``tree`` (projective, non-projective) and ``root`` (single, multi) are the
@@ -80,7 +80,7 @@ class Parser(NLTKBase):
     parser) gives every predicted arc its DEPREL.
 
     It is an NLTK parser (:class:`nltk.parse.api.ParserI`, attached when NLTK is imported: see
-    :mod:`egnlp.corpora.nltk_bases`): :meth:`parse`
+    :mod:`egnlp.base.nltk_bases`): :meth:`parse`
     and :meth:`parse_sents` take sentences as lists of tokens and give
     :class:`nltk.parse.DependencyGraph` objects.  ``tagger`` (any NLTK
     tagger, or a mapping ``{"upos": tagger, "xpos": tagger}``) tags
@@ -161,10 +161,10 @@ class Parser(NLTKBase):
             else:
                 theta = self.siblings.scores(self.siblings.compile(encoded, s), arc, sib_w)
                 if self.grand is None:
-                    from egnlp.parser.eisner2 import sibling_argmax
+                    from egnlp.parser.eisner_siblings import sibling_argmax
                     heads = sibling_argmax(theta, arc.shape[0], self.root)
                 else:
-                    from egnlp.parser.eisner3 import grand_argmax
+                    from egnlp.parser.eisner_grandparents import grand_argmax
                     grand = self.grand.scores(self.grand.compile(encoded, s), grand_w)
                     heads = grand_argmax(theta, grand, arc.shape[0], self.root)
             out.append(heads[1:].tolist())
@@ -432,7 +432,7 @@ class Parser(NLTKBase):
 
 
 def final_punct(sentences: Sequence[Sentence]) -> list[bool]:
-    """Whether each sentence's last word is punctuation (:func:`~egnlp.parser.evaluate.is_punct`)."""
+    """Whether each sentence's last word is punctuation (:func:`~egnlp.parser.attachment_scores.is_punct`)."""
     return [bool(s.forms) and is_punct(s.forms[-1]) for s in sentences]
 
 

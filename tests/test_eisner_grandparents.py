@@ -1,10 +1,10 @@
-"""Tests for parser.eisner3 (sibling and grandparent parts) against a brute-force twin.
+"""Tests for parser.eisner_grandparents (sibling and grandparent parts) against a brute-force twin.
 
 The twin takes every projective tree of a short sentence from
 ``projective_trees``, scores each through ``tree_parts`` (sibling parts) and
 ``grand_parts`` (grandparent parts) and computes log Z, both kinds of part
 marginals and the best score directly.  With no grandparent scores the
-third-order chart must reproduce the second-order one of parser.eisner2.
+third-order chart must reproduce the second-order one of parser.eisner_siblings.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from egnlp.parser.eisner2 import (
+from egnlp.parser.eisner_siblings import (
     n_sibling_parts,
     sibling_argmax,
     sibling_indicator,
@@ -24,7 +24,7 @@ from egnlp.parser.eisner2 import (
     sibling_marginals,
     tree_parts,
 )
-from egnlp.parser.eisner3 import (
+from egnlp.parser.eisner_grandparents import (
     grand_argmax,
     grand_indicator,
     grand_log_partition,

@@ -142,7 +142,7 @@ def _each_example(one, problem: StructuredProblem, w: np.ndarray) -> Iterator:
     """``one(problem, w, zero, i)`` for every example i, in order: in this process, or with ``problem.jobs``
     above 1 and ``w`` not 0 in blocks of :data:`EVAL_BLOCK` examples on that many forked processes (a
     few blocks read ahead, so memory holds a few blocks' results, not the pass's)."""
-    from egnlp.corpora.blocks import map_pieces
+    from egnlp.base.workers import map_pieces
 
     pf = problem.features
     n = pf.n_examples

@@ -1,6 +1,6 @@
 """The public Python API: train a parser, parse, evaluate.
 
-    from egnlp.api import train_parser
+    from egnlp.parser_training import train_parser
     from egnlp.corpora import load_dataset
     parser, result = train_parser(load_dataset("es", "train"), load_dataset("es", "dev"), root="single")
     trees = parser.parse(load_dataset("es", "test"))
@@ -15,19 +15,19 @@ from typing import Sequence
 import numpy as np
 
 from egnlp.corpora import Sentence, guess_root
-from egnlp.corpora.blocks import map_blocks, resolve_jobs
+from egnlp.base.workers import map_blocks, resolve_jobs
 from egnlp.features.arc_featurizer import ArcFeaturizer
 from egnlp.features.arc_parts import ArcPartFeatures, CacheBudget
 from egnlp.features.hashing import KeyTable
 from egnlp.features.grandparents import GrandFeaturizer, GrandPartFeatures
 from egnlp.features.siblings import SiblingFeaturizer, SiblingPartFeatures
-from egnlp.parser.eisner2 import n_sibling_parts, sibling_argmax
-from egnlp.parser.eisner3 import grand_argmax
+from egnlp.parser.eisner_siblings import n_sibling_parts, sibling_argmax
+from egnlp.parser.eisner_grandparents import grand_argmax
 from egnlp.parser.trees import (AUTO, FINAL_ON_ROOT_SHARE, PROJECTIVE, check_final_on_root, choose_tree,
                                 final_on_root_argmax, final_on_root_share, tree_space)
 from egnlp.parser.labeler import ArcLabeler, arc_label_keys, predicate_ids
-from egnlp.parser.model import Parser, final_punct
-from egnlp.parser.problem import GrandParsingProblem, ParsingProblem, SiblingParsingProblem
+from egnlp.parser.parser_model import Parser, final_punct
+from egnlp.parser.parsing_problem import GrandParsingProblem, ParsingProblem, SiblingParsingProblem
 from egnlp.training.path import PathPoint, regularization_path
 from egnlp.training.records import BestPass, Callback, TrainingInterrupted, TrainResult, fit_or_best
 from egnlp.training.maxent_problem import MaxentProblem
@@ -163,9 +163,9 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
     """A ``w -> UAS`` function over ``sentences`` (punctuation counted) in a tree space, for dev records;
     with ``siblings``, of the second-order parser with those sibling features (and with ``grand``, of
     the third-order one with those grandparent features too); ``final_on_root``: decoded as a
-    :class:`~egnlp.parser.model.Parser` with it decodes.  ``budget``: compiled
+    :class:`~egnlp.parser.parser_model.Parser` with it decodes.  ``budget``: compiled
     sentences kept between calls (none by default); ``jobs``: processes that decode the sentences
-    (:func:`~egnlp.corpora.blocks.map_blocks`; the score is the same for any number), for a first-order
+    (:func:`~egnlp.base.workers.map_blocks`; the score is the same for any number), for a first-order
     parser only from :data:`DEV_JOBS_MIN_SENTENCES` sentences up."""
     argmax = tree_space(tree).argmax
     encoded = featurizer.encode(sentences)
@@ -225,10 +225,10 @@ def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: st
     not read): one shard of a training set whose features were fitted on the whole set.
     ``cache_bytes`` keeps compiled sentences (arcs and siblings) for later passes up to that many bytes,
     or a :class:`~egnlp.features.arc_parts.CacheBudget` shared with other part feature sets.  ``siblings`` adds sibling parts: a
-    second-order :class:`~egnlp.parser.problem.SiblingParsingProblem`, projective trees only, whose
+    second-order :class:`~egnlp.parser.parsing_problem.SiblingParsingProblem`, projective trees only, whose
     features' ``siblings`` hold the sibling templates' alphabet, fitted on ``train``.  ``grandparents``
     adds grandparent parts to the sibling ones: a third-order
-    :class:`~egnlp.parser.problem.GrandParsingProblem` whose features' ``grand`` hold the grandparent
+    :class:`~egnlp.parser.parsing_problem.GrandParsingProblem` whose features' ``grand`` hold the grandparent
     templates' alphabet.
     """
     siblings = siblings or grandparents
@@ -288,7 +288,7 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     the dev sentences, or without a dev set the training sentences, up to :data:`DEV_CACHE_BYTES`,
     :func:`dev_cache_budget`): less time, the same model.  ``jobs`` processes
     (None: every core) decode the dev set after each pass and compute the trainer's evaluation passes
-    (primal, dual, gaps: :func:`~egnlp.training.problem.loss_augmented_examples`): the same records and
+    (primal, dual, gaps: :func:`~egnlp.training.structured_problem.loss_augmented_examples`): the same records and
     model for any number.
     The dev set, if given, is scored (UAS) after every pass.  ``patience``
     P (needs a dev set) stops the run once the dev score has not improved for

@@ -1,4 +1,4 @@
-"""Tests for parser.eisner2 (second-order sibling parts) against a brute-force twin.
+"""Tests for parser.eisner_siblings (second-order sibling parts) against a brute-force twin.
 
 The twin enumerates every head assignment of a short sentence, keeps the
 trees (acyclic, rooted at 0) that are projective by the dominance definition
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from egnlp.parser.eisner2 import (
+from egnlp.parser.eisner_siblings import (
     n_sibling_parts,
     sibling_argmax,
     sibling_indicator,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from egnlp.corpora.files import write_text_atomic
+from egnlp.base.files import write_text_atomic
 from egnlp.training.path import PathPoint, regularization_path
 from egnlp.training.records import PassRecord
 from egnlp.training.registry import get_trainer, make_config
@@ -416,12 +416,12 @@ def write_rate_report(runs: dict[str, list[PassRecord]], out: Path, title: str) 
 
 
 def tagging_problem(data: str, limit: int | None = None):
-    """The CRF problem (chain parts, :class:`egnlp.tagger.problem.TaggingProblem`) of a tagging data
+    """The CRF problem (chain parts, :class:`egnlp.tagger.tagging_problem.TaggingProblem`) of a tagging data
     set's train split, its first ``limit`` non-empty sentences if given: a chunker (POS input) for a
     chunking set, a POS tagger otherwise."""
-    from egnlp.features.chain import ChainFeaturizer
-    from egnlp.tagger.problem import TaggingProblem
-    from egnlp.tagging import dataset_columns
+    from egnlp.features.chain_features import ChainFeaturizer
+    from egnlp.tagger.tagging_problem import TaggingProblem
+    from egnlp.tagger_training import dataset_columns
 
     tokens, labels, pos = dataset_columns(data, "train", limit)
     featurizer = ChainFeaturizer.fit(tokens, labels, pos)

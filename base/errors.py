@@ -21,5 +21,5 @@ class InvalidTreeError(CorpusError):
 
 class ModelError(Exception):
     """A model file that cannot be used; ``str()`` is one readable line (also importable from
-    :mod:`egnlp.corpora.files`, which reads and writes model files)."""
+    :mod:`egnlp.base.files`, which reads and writes model files)."""
 

@@ -8,9 +8,9 @@ runs code) holding the inner model's arrays and ``meta``: UTF-8 JSON with the
 format version, the kind ``egnlp-tagger``, the inner kind (``crf`` or
 ``maxent``), the label column (``pos``, ``upos`` or ``chunk``), the inner model's own
 metadata and the training information.  It is written to a temporary file
-and renamed (:func:`egnlp.corpora.files.write_npz_atomic`); it carries a
+and renamed (:func:`egnlp.base.files.write_npz_atomic`); it carries a
 checksum of all its bytes and the dtype and shape of every array, checked on
-loading before any array is used (:mod:`egnlp.corpora.files`).
+loading before any array is used (:mod:`egnlp.base.files`).
 
 The training vocabulary (the sorted word forms of the training sentences, for
 accuracy on unknown words) is stored, when the Tagger has one, as the arrays
@@ -28,10 +28,10 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from egnlp.corpora import Sentence
-from egnlp.corpora.blocks import map_blocks
+from egnlp.base.workers import map_blocks
 from egnlp.corpora.sentence import LABEL_COLUMNS
-from egnlp.corpora.files import ModelError, check_arrays, pack_strings, read_npz, unpack_strings, write_npz_atomic
-from egnlp.corpora.nltk_bases import NLTKBase, nltk_base
+from egnlp.base.files import ModelError, check_arrays, pack_strings, read_npz, unpack_strings, write_npz_atomic
+from egnlp.base.nltk_bases import NLTKBase, nltk_base
 from egnlp.tagger.crf import CRFModel
 from egnlp.tagger.maxent import MaxentModel
 
@@ -101,7 +101,7 @@ class Tagger(NLTKBase):
     """A POS tagger or chunker over tokens, raw text or corpora.
 
     It is an NLTK tagger (:class:`nltk.tag.api.TaggerI`, attached when NLTK is imported: see
-    :mod:`egnlp.corpora.nltk_bases`): :meth:`tag`,
+    :mod:`egnlp.base.nltk_bases`): :meth:`tag`,
     :meth:`tag_sents`, and from NLTK ``accuracy(gold)``, ``confusion``,
     ``evaluate_per_tag`` on gold sentences of ``(word, tag)`` pairs.
 
