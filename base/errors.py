@@ -1,12 +1,20 @@
-"""Errors raised while reading, writing or finding corpora and model files.
+"""egnlp's own error types: what the user gave cannot be used.
 
-Every message is one readable line that names the file and, when it applies,
-the 1-based line number, e.g. ``data/x.conll:17: expected 10 tab-separated
-columns, found 7``.
+Every message is one readable line that names what is wrong and, for a file,
+the file and the 1-based line, e.g. ``data/x.conll:17: expected 10
+tab-separated columns, found 7``. The command line shows exactly these errors
+as one ``error: ...`` line, with the exit status of the class; any other
+exception is a bug in egnlp and keeps its traceback.
 """
 
 
-class CorpusError(Exception):
+class EgnlpError(Exception):
+    """Something the user gave egnlp cannot be used; ``str()`` is one line. Exit status 1 on the command line."""
+
+    exit_status = 1
+
+
+class CorpusError(EgnlpError):
     """A corpus file or data set cannot be read, written or found."""
 
 
@@ -19,7 +27,23 @@ class InvalidTreeError(CorpusError):
     a word that is its own head, no root, or ``_`` beside integer heads)."""
 
 
-class ModelError(Exception):
-    """A model file that cannot be used; ``str()`` is one readable line (also importable from
-    :mod:`egnlp.base.files`, which reads and writes model files)."""
+class ModelError(EgnlpError):
+    """A model file that cannot be used, or a model that does not fit what it is asked to do."""
 
+
+class InputError(EgnlpError, ValueError):
+    """Inputs that do not go together: sentences without the tags a model reads, a tagger where a POS
+    tagger is needed, text a model cannot take. A ValueError for Python callers."""
+
+
+class SettingsError(EgnlpError, ValueError):
+    """A setting egnlp cannot use: a value out of range, a name or choice it does not know, or settings
+    that do not go together. A ValueError for Python callers; on the command line it is a mistake in
+    the command (exit status 2), since the options alone show it."""
+
+    exit_status = 2
+
+
+class EgnlpWarning(UserWarning):
+    """Something the user should know that does not stop the work (a fallback taken, a default chosen);
+    the command line shows it as one ``note:`` line."""

@@ -452,7 +452,7 @@ def cpu_seconds() -> float:
 def run_worker(args) -> dict:
     from egnlp.parser_training import train_parser
     from egnlp.corpora import guess_root, load_dataset
-    from egnlp.parser.attachment_scores import attachment_scores
+    from egnlp.parser.attachment import attachment_scores
     from egnlp.training.registry import get_trainer, make_config
 
     full = load_dataset(args.data, "train")

@@ -29,7 +29,7 @@ the subprocess after training (``ru_maxrss``).
 
 Table 3, parsing: seconds for ``Parser.parse`` on the test split, sentences
 and tokens per second, test UAS with and without punctuation
-(``egnlp.parser.attachment_scores.attachment_scores``).
+(``egnlp.parser.attachment.attachment_scores``).
 
 Table 4, compilation cache: fresh interpreters import the package and time the
 first call of every kernel (train 1 pass on two tiny sentences, parse them)
@@ -71,7 +71,7 @@ def run_mode(data: str, mode: str, settings: dict, gap: float) -> dict:
     from egnlp.corpora import dataset_root, load_dataset
     from egnlp.parser_training import train_parser
     from egnlp.features.arc_featurizer import ArcFeaturizer
-    from egnlp.parser.attachment_scores import attachment_scores
+    from egnlp.parser.attachment import attachment_scores
 
     fmode, bits = feature_mode(mode)
     train, dev, test = (load_dataset(data, split) for split in ("train", "dev", "test"))

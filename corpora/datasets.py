@@ -278,7 +278,7 @@ class _Dataset:
     task: str = "parse"
 
 
-_DATASETS: dict[str, _Dataset] = {
+DATASETS: dict[str, _Dataset] = {
     "es": _Dataset(
         "Spanish CoNLL 2007 treebank (esp.*), labelled",
         "single",
@@ -353,7 +353,7 @@ def list_datasets() -> list[DatasetInfo]:
             root=dataset.root,
             found=dataset.files.found(),
         )
-        for name, dataset in _DATASETS.items()
+        for name, dataset in DATASETS.items()
     ]
 
 
@@ -390,12 +390,12 @@ def load_sentences(
         CorpusError: a name that is neither a data set nor an existing file, a
             missing or superfluous split, or any error of :func:`read_conll`.
     """
-    if name_or_path in _DATASETS:
+    if name_or_path in DATASETS:
         if split is None:
             raise CorpusError(f"data set '{name_or_path}' needs a split: {', '.join(SPLITS)}")
         return load_dataset(name_or_path, split)
     if not os.path.isfile(name_or_path):
-        raise CorpusError(f"unknown data set or file '{name_or_path}'; data sets: {', '.join(_DATASETS)}")
+        raise CorpusError(f"unknown data set or file '{name_or_path}'; data sets: {', '.join(DATASETS)}")
     if split is not None:
         raise CorpusError(f"{name_or_path}: a split ('{split}') applies only to data set names")
     return read_conll(name_or_path, encoding=encoding, require_heads=require_heads)
@@ -403,7 +403,7 @@ def load_sentences(
 
 def is_dataset(name: str) -> bool:
     """Whether ``name`` is a registered data set name."""
-    return name in _DATASETS
+    return name in DATASETS
 
 
 def dataset_task(name: str) -> str:
@@ -438,9 +438,9 @@ def guess_root(sentences: Sequence[Sentence]) -> str:
 def _get(name: str) -> _Dataset:
     """Return a registered data set or raise a CorpusError listing the names."""
     try:
-        return _DATASETS[name]
+        return DATASETS[name]
     except KeyError:
-        raise CorpusError(f"unknown data set '{name}'; data sets: {', '.join(_DATASETS)}") from None
+        raise CorpusError(f"unknown data set '{name}'; data sets: {', '.join(DATASETS)}") from None
 
 
 def _resource(package: str) -> str:

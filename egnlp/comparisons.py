@@ -20,15 +20,14 @@ from pathlib import Path
 
 import numpy as np
 
+from egnlp.base.errors import CorpusError, SettingsError
 from egnlp.base.files import write_text_atomic
 from egnlp.training.path import PathPoint, regularization_path
 from egnlp.training.records import PassRecord
-from egnlp.training.registry import get_trainer, make_config
+from egnlp.training.registry import get_trainer, make_config, path_configs
 
 THRESHOLDS = ("1e-2", "1e-3", "1e-4")
-DEFAULT_TRAINERS = {"ll": ("eg-ll", "lbfgs", "sgd", "eg-ll-batch"), "mm": ("eg-mm", "cutting-plane", "bcfw")}
 GAP_THRESHOLDS = ("1e-1", "1e-2", "1e-3", "1e-4")
-RATE_TRAINERS = ("egr", "egr/paper", "eg-mm-batch/fixed", "eg-mm", "eg-mm/gap", "bcfw", "bcfw/gap", "cutting-plane")
 
 
 def _csv_text(header: Sequence[str], rows: Sequence[Sequence]) -> str:
@@ -65,7 +64,7 @@ def run_spec(spec: str) -> tuple[str, dict]:
         elif flag.endswith("s") and _is_positive_number(flag[:-1]) and "max_seconds" in fields:
             settings["max_seconds"] = float(flag[:-1])
         else:
-            raise ValueError(f"run '{spec}': '{flag}' is not a setting of trainer '{name}' "
+            raise SettingsError(f"run '{spec}': '{flag}' is not a setting of trainer '{name}' "
                              "(suffixes: /random, /cyclic, /gap, /fixed, /average, /paper, /adaptive, "
                              "/<seconds>s)")
     return name, settings
@@ -298,8 +297,9 @@ def write_path_report(points: Sequence[PathPoint], out: Path, title: str) -> lis
 def run_path(problem, trainer_name: str, Cs: Sequence[float], *, dev=None, tol: float = 1e-3,
              max_passes: int | None = None, on_point=None) -> list[PathPoint]:
     settings = {} if max_passes is None else {"max_passes": max_passes}
-    return regularization_path(problem, get_trainer(trainer_name), list(Cs), dev=dev, tol=tol,
-                               on_point=on_point, **settings)
+    trainer = get_trainer(trainer_name)
+    return regularization_path(problem, trainer, path_configs(trainer, Cs, tol=tol, **settings), dev=dev,
+                               on_point=on_point)
 
 
 
@@ -426,3 +426,42 @@ def tagging_problem(data: str, limit: int | None = None):
     tokens, labels, pos = dataset_columns(data, "train", limit)
     featurizer = ChainFeaturizer.fit(tokens, labels, pos)
     return TaggingProblem.from_sentences(featurizer, tokens, labels, pos)
+
+
+def bench_specs(trainers: str | None, defaults: Sequence[str], objective: str) -> list[str]:
+    """The runs of ``--trainers`` (comma-separated specs, or ``defaults``), each checked: a known trainer with
+    known suffixes that optimises ``objective`` (``ll`` or ``mm``)."""
+    specs = [t.strip() for t in trainers.split(",") if t.strip()] if trainers else list(defaults)
+    for spec in specs:
+        name, _ = run_spec(spec)
+        if get_trainer(name).objective != objective:
+            raise SettingsError(f"trainer '{name}' does not optimise the {objective} objective")
+    return specs
+
+
+def bench_problem(data: str, limit: int | None, root: str | None, *, tagging: bool = False, note=print):
+    """(problem, dev UAS scorer or None) of a data set's train split, or of its first ``limit`` sentences: the
+    parsing problem of a treebank (compiled sentences kept: the benches visit them many times; the dev set
+    decoded at every record, as in ``parser train``), or with ``tagging`` the CRF problem of a tagging set.
+    ``note`` is told the sizes."""
+    from egnlp.corpora import dataset_root, dataset_task, is_dataset, load_dataset
+
+    if not is_dataset(data):
+        raise CorpusError(f"unknown data set '{data}'; see 'egnlp data list'")
+    if limit is not None and limit < 1:
+        raise SettingsError(f"--limit must be at least 1, not {limit}")
+    if dataset_task(data) != "parse":
+        if not tagging:
+            raise CorpusError(f"data set '{data}' has no dependency trees (its task is '{dataset_task(data)}')")
+        problem = tagging_problem(data, limit)
+        note(f"{data}: {problem.features.n_examples} training sentences, {problem.features.n_features} features")
+        return problem, None
+    from egnlp.features.arc_parts import CacheBudget
+    from egnlp.parser_training import DEV_CACHE_BYTES, FEATURE_CACHE_BYTES, build_parsing_problem, uas_scorer
+
+    train, dev = load_dataset(data, "train")[:limit], load_dataset(data, "dev")
+    chosen = root or dataset_root(data)
+    featurizer, problem, seconds = build_parsing_problem(train, chosen, cache_bytes=FEATURE_CACHE_BYTES)
+    note(f"{data}: {len(train)} training sentences, {problem.features.n_features} features ({seconds:.1f} s); "
+         f"dev {len(dev)} sentences")
+    return problem, uas_scorer(featurizer, dev, chosen, budget=CacheBudget(DEV_CACHE_BYTES))

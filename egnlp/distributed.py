@@ -10,7 +10,7 @@ Training (:func:`train_parser_dask`) is CoCoA+ (Ma et al. 2015; Jaggi et al.
 shards of about equal cost; the arc features are fitted on the whole set on
 the driver and the fitted featurizer is shipped, so every shard numbers the
 features alike.  Each shard lives on a worker (a Dask actor) with the EG
-state of its examples (:class:`egnlp.training.eg._EGRun`: theta_i, mu_i,
+state of its examples (:class:`egnlp.training.eg.EGRun`: theta_i, mu_i,
 the rates).  A round sends the global W = sum_i (phi(y_i) - E_mu_i[phi]) to
 every shard; each runs one online EG pass over its examples on its local
 subproblem and returns the change dW_k of its share of W; the driver adds
@@ -35,7 +35,6 @@ single-process run does.  With K = 1 the run is
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import os
@@ -45,26 +44,26 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from egnlp.parser_training import DEFAULT_PARSER_C, _labeler, build_parsing_problem, choose_final_on_root, model_info, uas_scorer
-from egnlp.corpora import Sentence, guess_root
+from egnlp.base.errors import EgnlpError, SettingsError
+from egnlp.corpora import Sentence
 from egnlp.parser.parser_model import Parser
-from egnlp.parser.trees import PROJECTIVE, choose_tree
-from egnlp.training.eg import EGConfig, _EGRun
+from egnlp.parser_training import build_parsing_problem, train_parser
+from egnlp.settings import ParserSettings
+from egnlp.training.configs import EGConfig
+from egnlp.training.eg import EGRun
 from egnlp.training.records import Callback, Recorder, TrainResult
-from egnlp.training.registry import get_trainer, make_config
 
 DASK_MISSING = "--dask needs the optional extra dask: install egnlp[dask] (pip install 'egnlp[dask]')"
 CONNECT_SECONDS = 10.0  # how long to try reaching a scheduler
 BLOCKS_PER_WORKER = 4  # blocks of unequal cost even out across the workers
 MAX_BLOCK = 512  # sentences per block at most
-DASK_TRAINERS = ("eg-mm", "eg-ll")  # online EG: the trainers whose state a shard keeps
 
 
 def _distributed():
     try:
         import distributed
     except ImportError:
-        raise ValueError(DASK_MISSING) from None
+        raise EgnlpError(DASK_MISSING) from None
     return distributed
 
 
@@ -74,7 +73,7 @@ def dask_client(address: str, n_workers: int | None = None, timeout: float = CON
     thread each, default one per core), else of the scheduler at ``address`` (e.g. ``tcp://host:8786``).
 
     Raises:
-        ValueError: dask is not installed, or the scheduler cannot be reached within ``timeout`` seconds.
+        EgnlpError: dask is not installed, or the scheduler cannot be reached within ``timeout`` seconds.
     """
     distributed = _distributed()
     if address == "local":
@@ -91,7 +90,7 @@ def dask_client(address: str, n_workers: int | None = None, timeout: float = CON
         client = distributed.Client(address, timeout=f"{timeout}s")
     except Exception as exc:  # refused, timed out, a malformed address: all one line for the user
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ValueError(f"cannot reach the Dask scheduler at {address}: {reason}") from None
+        raise EgnlpError(f"cannot reach the Dask scheduler at {address}: {reason}") from None
     try:
         yield client
     finally:
@@ -154,7 +153,7 @@ def shard_sentences(sizes: Sequence[int], k: int) -> list[np.ndarray]:
     if k < 1:
         raise ValueError(f"the number of workers must be at least 1, not {k}")
     if k > len(sizes):
-        raise ValueError(f"{k} workers for {len(sizes)} training sentences: give at most one worker a sentence")
+        raise SettingsError(f"--workers {k} for {len(sizes)} training sentences: give at most one worker a sentence")
     load = np.zeros(k)
     members: list[list[int]] = [[] for _ in range(k)]
     for i in sorted(range(len(sizes)), key=lambda i: (-sizes[i], i)):
@@ -176,7 +175,7 @@ class ShardState:
                  eta: np.ndarray | None = None):
         _, problem, _ = build_parsing_problem(sentences, root, tree=tree, featurizer=featurizer)
         self.K = n_shards
-        self.run = _EGRun(problem, config, objective, theta, eta)
+        self.run = EGRun(problem, config, objective, theta, eta)
         self.rng = np.random.default_rng(config.seed if shard == 0 else [config.seed, shard])
         self.base = np.zeros(problem.features.n_features)
 
@@ -241,7 +240,7 @@ def _fit_cocoa(client: Any, featurizer, train: Sequence[Sentence], root: str, tr
         raise ValueError(f"warm-start theta has shape {np.shape(theta)}, expected ({int(offsets[-1])},)")
     workers = sorted(client.scheduler_info()["workers"])
     if not workers:
-        raise ValueError("the Dask cluster has no workers")
+        raise EgnlpError("the Dask cluster has no workers")
     shipped = client.scatter(featurizer, broadcast=True, hash=False)  # once per worker, not once per shard
     actors = []
     for k, members in enumerate(shards):
@@ -289,38 +288,10 @@ def _fit_cocoa(client: Any, featurizer, train: Sequence[Sentence], root: str, tr
                        converged=converged, state={"theta": full_theta, "eta": full_eta})
 
 
-def train_parser_dask(client: Any, train: Sequence[Sentence], dev: Sequence[Sentence] | None = None, *,
-                      workers: int | None = None, trainer: str = "eg-mm", root: str | None = None,
-                      feature_mode: str = "alphabet", hash_bits: int = 22, tags: str | None = None,
-                      tree: str = PROJECTIVE, labels: bool = True, callbacks: Sequence[Callback] = (),
-                      state: dict | None = None, data: str | None = None, final_on_root: bool | None = None,
-                      **settings) -> tuple[Parser, TrainResult]:
-    """:func:`egnlp.parser_training.train_parser` with the arcs trained by :func:`fit_cocoa` on ``workers`` shards (default:
-    one per worker of the cluster); the features are fitted and the labeler trained on the driver.
-
-    ``trainer`` is eg-mm or eg-ll (online EG); ``settings`` go to its config (C, max_passes = rounds, tol,
-    seed, eta_init, order, max_seconds, anneal, ...); ``final_on_root`` as for :func:`egnlp.parser_training.train_parser`.
-    """
-    if not train:
-        raise ValueError("no training sentences")
-    if trainer not in DASK_TRAINERS:
-        raise ValueError(f"--dask trains with online EG: trainer {' or '.join(DASK_TRAINERS)}, not {trainer}")
-    spec = get_trainer(trainer)
-    settings.setdefault("C", DEFAULT_PARSER_C[spec.objective])
-    config = make_config(spec, **settings)
-    K = workers if workers is not None else n_workers(client)
-    given_root, given_tree = root, tree
-    root = root or guess_root(train)
-    tree = choose_tree([s.heads for s in train], tree)
-    given_final, final_on_root = final_on_root, choose_final_on_root(final_on_root, train, root, False)
-    featurizer, _, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits, tags, tree)
-    dev_score = uas_scorer(featurizer, dev, root, tree, final_on_root=final_on_root) if dev else None
-    result = fit_cocoa(client, featurizer, train, root, tree, spec.objective, K, config=config, dev=dev_score,
-                       callbacks=tuple(callbacks), state=state)
-    info = model_info(trainer, dataclasses.asdict(config), train, dev, data,
-                      {"root": given_root, "tree": given_tree, "tags": tags, "feature_mode": feature_mode,
-                       "hash_bits": hash_bits, "labels": labels, "final_on_root": given_final}, featurizer,
-                      extract_seconds, result)
-    info["distributed"] = {"engine": "dask", "method": "cocoa+", "shards": K, "sigma": K}
-    labeler = _labeler(featurizer, train, labels, info)
-    return Parser(featurizer, result.weights, root, info, labeler, tree, final_on_root=final_on_root), result
+def train_parser_dask(client: Any, train: Sequence[Sentence], dev: Sequence[Sentence] | None = None,
+                      settings: ParserSettings | None = None, **options: Any) -> tuple[Parser, TrainResult]:
+    """:func:`egnlp.parser_training.train_parser` with the arcs trained by :func:`fit_cocoa` on the cluster of
+    ``client``: ``settings`` (or their fields as keyword ``options``) with ``dask`` set; ``workers`` shards
+    (default: one per worker of the cluster); online EG (``eg-mm`` by default, or ``eg-ll``), ``max_passes``
+    counting rounds. The features are fitted and the labeler trained on the driver."""
+    return train_parser(train, dev, ParserSettings.build(settings, **options, dask=True), client=client)

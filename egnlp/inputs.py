@@ -21,8 +21,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from egnlp.corpora import CorpusError, Sentence, dataset_task, is_dataset, load_sentences
+from egnlp.base.errors import SettingsError
 from egnlp.base.files import decode, open_bytes, read_bytes
+from egnlp.corpora import CorpusError, Sentence, dataset_task, is_dataset, load_sentences
 from egnlp.corpora.formats import CONLL2000, CONLLU, CONLLX, FORMAT_NAMES, MALT, TEXT, check_format, \
     detect_format, parse_corpus
 
@@ -50,6 +51,23 @@ def read_text(source: str, encoding: str = "utf-8") -> tuple[str, str]:
             return sys.stdin.read(), STDIN_NAME
         return decode(raw.read(), STDIN_NAME, encoding), STDIN_NAME
     return decode(read_bytes(source), source, encoding), source
+
+
+def read_raw_text(source: str, encoding: str = "utf-8", *, any_content: bool = False, command: str = "egnlp",
+                  other: str = "'egnlp parser parse'") -> tuple[str, bool]:
+    """(text, whether it is not in Unicode NFC) of a raw text file or stdin, a leading byte order mark
+    dropped; unless ``any_content``, a corpus file (CoNLL, Malt-TAB, CoNLL-2000) is an error naming the
+    ``other`` command that reads it."""
+    import unicodedata
+
+    text, name = read_text(source, encoding)
+    text = text.removeprefix("\ufeff")
+    if not any_content:
+        detected = detect_format(text, name)
+        if detected != TEXT:
+            raise CorpusError(f"{name}: the content is {FORMAT_NAMES[detected]}, not raw text; {command} reads "
+                              f"raw text, {other} reads a corpus file (or give --format text)")
+    return text, not unicodedata.is_normalized("NFC", text)
 
 
 def input_format(text: str, name: str, fmt: str | None, accept: tuple[str, ...], command: str) -> str:
@@ -89,6 +107,16 @@ def read_sentences(source: str, fmt: str | None = None, *, accept: tuple[str, ..
     text, name = read_text(source, encoding)
     chosen = input_format(text, name, fmt, accept, command)
     return parse_corpus(text, name, chosen, require_heads=require_heads, invalid=invalid)
+
+
+def read_pair(gold: str, pred: str, fmt: str | None = None, *, accept: tuple[str, ...] = TREE_FORMATS,
+              command: str = "egnlp", encoding: str = "utf-8", require_heads: bool = True
+              ) -> tuple[list[Sentence], list[Sentence]]:
+    """The sentences of a gold and a predicted file (one of them may be stdin), as :func:`read_sentences`."""
+    if gold == pred == STDIN:
+        raise SettingsError("only one of GOLD and PRED can be stdin ('-')")
+    return tuple(read_sentences(path, fmt, accept=accept, command=command, encoding=encoding,  # type: ignore
+                                require_heads=require_heads)[1] for path in (gold, pred))
 
 
 PIECE_BYTES = 1 << 20  # a file parsed in pieces is read about this many bytes at a time
@@ -171,11 +199,14 @@ def text_pieces(source: str, fmt: str | None = None, *, accept: tuple[str, ...] 
     """(format, name for messages, the file's text in pieces of about ``piece_bytes``, each ending
     at a sentence's end).  The format is told (or checked) on the first piece; decoding errors, raised
     as the pieces are read, name the file's own line.  Plain text and CoNLL-2000 come as one piece
-    (their readers take the whole text).  ``piece_bytes``: :data:`PIECE_BYTES` by default."""
+    (their readers take the whole text); blank input comes as no piece.  ``piece_bytes``: :data:`PIECE_BYTES`
+    by default."""
     name = STDIN_NAME if source == STDIN else source
     pieces = _pieces(source, PIECE_BYTES if piece_bytes is None else piece_bytes, encoding)
     first, line = next(pieces, (b"", 1))
     text = decode(first, name, encoding, line).removeprefix("\ufeff")
+    if not text.strip() and next(pieces, None) is None:  # blank input holds no sentence, in any format
+        return fmt if fmt in accept else accept[0], name, iter(())
     chosen = input_format(text, name, fmt, accept, command)
     nbytes = len(first)
     if chosen in (CONLL2000, TEXT):

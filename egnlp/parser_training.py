@@ -1,66 +1,46 @@
-"""The public Python API: train a parser, parse, evaluate.
+"""Parser training: features, problem, trainer, labeler, one :class:`~egnlp.parser.Parser`.
 
-    from egnlp.parser_training import train_parser
+    from egnlp import train_parser
     from egnlp.corpora import load_dataset
     parser, result = train_parser(load_dataset("es", "train"), load_dataset("es", "dev"), root="single")
-    trees = parser.parse(load_dataset("es", "test"))
+    trees = parser.parse_corpus(load_dataset("es", "test"))
+
+:func:`train_parser` takes a :class:`~egnlp.settings.ParserSettings` or its
+fields as keyword arguments (the command line's ``parser train`` builds the
+same object): one run, a warm-started path of C values (``C_path``), or
+CoCoA+ rounds on a Dask cluster (``dask``, :mod:`egnlp.distributed`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from egnlp.corpora import Sentence, guess_root
+from egnlp.base.errors import InputError
 from egnlp.base.workers import map_blocks, resolve_jobs
+from egnlp.corpora import Sentence, guess_root
 from egnlp.features.arc_featurizer import ArcFeaturizer
 from egnlp.features.arc_parts import ArcPartFeatures, CacheBudget
-from egnlp.features.hashing import KeyTable
 from egnlp.features.grandparents import GrandFeaturizer, GrandPartFeatures
+from egnlp.features.hashing import KeyTable
 from egnlp.features.siblings import SiblingFeaturizer, SiblingPartFeatures
-from egnlp.parser.eisner_siblings import n_sibling_parts, sibling_argmax
 from egnlp.parser.eisner_grandparents import grand_argmax
-from egnlp.parser.trees import (AUTO, FINAL_ON_ROOT_SHARE, PROJECTIVE, check_final_on_root, choose_tree,
-                                final_on_root_argmax, final_on_root_share, tree_space)
+from egnlp.parser.eisner_siblings import n_sibling_parts, sibling_argmax
 from egnlp.parser.labeler import ArcLabeler, arc_label_keys, predicate_ids
 from egnlp.parser.parser_model import Parser, final_punct
 from egnlp.parser.parsing_problem import GrandParsingProblem, ParsingProblem, SiblingParsingProblem
-from egnlp.training.path import PathPoint, regularization_path
-from egnlp.training.records import BestPass, Callback, TrainingInterrupted, TrainResult, fit_or_best
+from egnlp.parser.trees import (AUTO, FINAL_ON_ROOT_SHARE, PROJECTIVE, check_final_on_root, choose_tree,
+                                final_on_root_argmax, final_on_root_share, tree_space)
+from egnlp.settings import ParserSettings
 from egnlp.training.maxent_problem import MaxentProblem
-from egnlp.training.registry import MAXENT, check_settings, get_trainer, make_config
+from egnlp.training.path import regularization_path
+from egnlp.training.records import (BestPass, Callback, TrainingInterrupted, TrainResult, fit_or_best,
+                                    interrupts_between_passes)
+from egnlp.training.registry import MAXENT, get_trainer, make_config
 
-
-# The parser's defaults, chosen on dev.  The max-margin objective at C = 100 (the best C of
-# Collins et al. 2008, Sec. 8, for max-margin parsing; 30 since, below) against the log-linear one at C = 20
-# (the best of a warm-started sweep on es dev): dev UAS 80.90 against 80.14 on es, 88.76 against 87.1 on wsj.
-# Its default trainer is BCFW with the weighted average of its iterates (the pass limits below): on es it reaches
-# the dev UAS that max-margin EG reaches after 30 to 60 passes (81.25 at pass 13 against EG's best of
-# 81.09), so a default run costs a fraction of EG's CPU time (docs/accuracy.md); EG stays one option
-# away (--trainer eg-mm).
-DEFAULT_PARSER_TRAINER = "bcfw"
-# The max-margin C parses best at 30 on every tuning split, first order (dev UAS at C = 30 / 100: es 81.25 /
-# 81.08, eu 79.06 / 78.72, nl-alpino 82.96 / 81.67, pt-bosque 83.90 / 83.78) and with sibling parts (es
-# 82.70 / 82.12, pt-bosque 85.22 / 84.82, nl-alpino 82.22 / 80.83); docs/accuracy.md.  The log-linear C
-# is the best of a warm-started path on es (README).
-DEFAULT_PARSER_C = {"ll": 20.0, "mm": 30.0}
-# Settings the parser gives a trainer unless the caller does (the trainers' own defaults otherwise).
-DEFAULT_PARSER_SETTINGS = {"bcfw": {"average": True, "max_passes": 12}}
-# ... and those of a first-order model, over them.  Averaged BCFW's pass limit without a dev set, first
-# order, dev UAS (mean of seeds 0 and 1) on es / eu / nl-alpino / pt-bosque: 8 passes 81.02 / 79.03 / 82.87 /
-# 83.97, mean 81.72; 12 passes 81.32 / 78.90 / 82.60 / 83.85, mean 81.66 (docs/accuracy.md): the four means
-# of 8 to 15 passes lie within 0.1, and 8 is the best of them for two thirds of the arc trainer's time.
-# The second- and third-order models keep 12 (their best dev passes were 5 to 13).
-FIRST_ORDER_SETTINGS = {"bcfw": {"max_passes": 8}}
-# parser train's early stop when there is a dev set: no better dev UAS for this many passes, for the
-# trainers that step sentence by sentence, whose dev score climbs pass after pass.  The batch ones can
-# stall for several iterations before they climb (egr on es: a patience of 3 would stop it at iteration 10,
-# dev UAS 67.96, where it goes on to 81.3), so they run to their tolerance or pass limit.
-DEFAULT_PATIENCE = 3
-ONLINE_TRAINERS = ("bcfw", "eg-mm", "eg-ll", "sgd")
 # Bytes of compiled sentences kept for the trainers that visit every sentence several times an iteration
 # (egr: three times) and for the benches; the others compile a sentence once a visit, which keeps parser
 # training memory flat.
@@ -90,8 +70,6 @@ def cache_budget(trainer: str, cache_mb: float | None, has_dev: bool = True) -> 
         if trainer in FEATURE_CACHE_TRAINERS:
             return CacheBudget(FEATURE_CACHE_BYTES)
         return CacheBudget(0 if has_dev else DEV_CACHE_BYTES)
-    if not cache_mb >= 0:
-        raise ValueError(f"the cache size must be at least 0 MB, not {cache_mb}")
     return CacheBudget(int(cache_mb * (1 << 20)))
 
 
@@ -119,21 +97,6 @@ def dev_cache_budget(trainer: str, cache_mb: float | None, budget: CacheBudget) 
     if cache_mb is None and trainer not in FEATURE_CACHE_TRAINERS:
         return CacheBudget(DEV_CACHE_BYTES)
     return budget
-
-
-def default_patience(trainer: str) -> int | None:
-    """parser train's patience for ``trainer`` when a dev set is given and no patience is."""
-    return DEFAULT_PATIENCE if trainer in ONLINE_TRAINERS else None
-
-
-def parser_settings(trainer: str, settings: dict, first_order: bool = True) -> dict:
-    """``settings`` with the parser's defaults for ``trainer`` filled in: C of its objective
-    (:data:`DEFAULT_PARSER_C`), :data:`DEFAULT_PARSER_SETTINGS`, and for a ``first_order`` model
-    :data:`FIRST_ORDER_SETTINGS`."""
-    spec = get_trainer(trainer)
-    order_settings = FIRST_ORDER_SETTINGS.get(trainer, {}) if first_order else {}
-    return {"C": DEFAULT_PARSER_C[spec.objective], **DEFAULT_PARSER_SETTINGS.get(trainer, {}), **order_settings,
-            **settings}
 
 
 def _dev_correct(job: tuple, block: Sequence[int]) -> list[int]:
@@ -197,15 +160,13 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
     return score
 
 
-def choose_final_on_root(given: bool | None, train: Sequence[Sentence], root: str, siblings: bool) -> bool:
-    """Whether a parser decodes final punctuation as a leaf of the root's child: ``given``, or by default
-    (None) for a first-order, single-root parser whose training trees that end in punctuation do so
-    at least :data:`~egnlp.parser.trees.FINAL_ON_ROOT_SHARE` of the time."""
+def choose_final_on_root(given: bool | None, train: Sequence[Sentence], root: str, higher_order: bool) -> bool:
+    """Whether a parser decodes final punctuation as a leaf of the root's child: ``given`` (checked by the
+    settings), or by default (None) for a first-order, single-root parser whose training trees that end in
+    punctuation do so at least :data:`~egnlp.parser.trees.FINAL_ON_ROOT_SHARE` of the time."""
     if given is None:
-        return (root == "single" and not siblings and final_on_root_share(
+        return (root == "single" and not higher_order and final_on_root_share(
             [s.heads for s in train], final_punct(train)) >= FINAL_ON_ROOT_SHARE)
-    if given:
-        check_final_on_root(root, 2 if siblings else 1)
     return bool(given)
 
 
@@ -232,12 +193,9 @@ def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: st
     templates' alphabet.
     """
     siblings = siblings or grandparents
-    if siblings and tree != PROJECTIVE:
-        raise ValueError(f"{'third' if grandparents else 'second'}-order parsing predicts projective trees "
-                         f"only, not {tree} ones (use --tree projective)")
     missing = [i for i, s in enumerate(train) if s.heads is None]
     if missing:
-        raise ValueError(f"training sentence {missing[0] + 1} has no heads")
+        raise InputError(f"training sentence {missing[0] + 1} has no heads")
     start = time.perf_counter()
     fitted = featurizer is not None
     featurizer = featurizer if fitted else ArcFeaturizer.for_corpus(train, feature_mode, hash_bits, tags)
@@ -258,176 +216,170 @@ def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: st
     return featurizer, problem, time.perf_counter() - start
 
 
-def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = None, *,
-                 trainer: str = DEFAULT_PARSER_TRAINER, root: str | None = None, feature_mode: str = "alphabet",
-                 hash_bits: int = 22, tags: str | None = None, tree: str = PROJECTIVE, labels: bool = True,
-                 callbacks: Sequence[Callback] = (), state: dict | None = None, data: str | None = None,
-                 patience: int | None = None, siblings: bool = False, cache_mb: float | None = None,
-                 jobs: int | None = 1, grandparents: bool = False, final_on_root: bool | None = None,
-                 **settings) -> tuple[Parser, TrainResult]:
-    """Train a parser on ``train`` (sentences with heads), and its arc labeler when the
-    sentences carry labels (unless ``labels`` is False): first-order (arc parts), or second-order with
-    ``siblings`` (arcs and sibling parts, McDonald and Pereira 2006; projective trees only, which
-    ``tree="auto"`` then picks), or third-order with ``grandparents`` (sibling and grandparent parts,
-    Koo and Collins 2010; projective trees only).
+@dataclasses.dataclass(frozen=True)
+class TreeChoice:
+    """The tree space a parser is trained in, as the settings and the training trees decide it."""
 
-    ``root`` is "single" or "multi" (default: "single" when every training
-    tree has one root child); ``tree`` is "projective" (the default: it
-    parses better than the non-projective space on es, pt-bosque and
-    nl-alpino, see docs/accuracy.md), "non-projective" or "auto"
-    (non-projective when more than 1% of the training trees are);
-    ``final_on_root`` decodes a sentence's final punctuation as a leaf of the root's one child
-    (:func:`choose_final_on_root`; by default when the training trees do so);
-    ``settings`` go to the trainer's config (for
-    EG: C, max_passes, tol, seed, eta_init, order, max_seconds, anneal; see
-    ``egnlp.training.registry.TRAINERS`` for the others).  C defaults to
-    :data:`DEFAULT_PARSER_C` of the trainer's objective.
-    ``state`` warm-starts the trainer; the result carries the trainer's state for another warm start
-    only when no labeler is trained (its memory goes before the labeler's).  ``cache_mb`` keeps that
-    many MiB of compiled training and dev sentences for later passes (:func:`cache_budget`; by default
-    the dev sentences, or without a dev set the training sentences, up to :data:`DEV_CACHE_BYTES`,
-    :func:`dev_cache_budget`): less time, the same model.  ``jobs`` processes
-    (None: every core) decode the dev set after each pass and compute the trainer's evaluation passes
-    (primal, dual, gaps: :func:`~egnlp.training.structured_problem.loss_augmented_examples`): the same records and
-    model for any number.
-    The dev set, if given, is scored (UAS) after every pass.  ``patience``
-    P (needs a dev set) stops the run once the dev score has not improved for
-    P passes at the final C (passes of annealed EG at a larger C do not
-    count); with a patience or a ``max_seconds`` budget and a dev set, the
-    model has the weights of the best dev pass (``info["best_pass"]``), not
-    the last pass's; the result keeps every pass's record.  With a
-    :class:`~egnlp.training.records.BestPass` among the ``callbacks``, Ctrl-C
-    raises :class:`~egnlp.training.records.TrainingInterrupted` carrying the
-    parser of the best pass so far (without its labeler) instead of a bare
-    KeyboardInterrupt.  The model's
-    ``info`` records the training data (``data``, a name for it, and the
-    files the sentences came from), the settings as given and the trainer's
+    root: str  # single or multi
+    tree: str  # projective or non-projective
+    final_on_root: bool  # final punctuation decoded on the root's child
+
+    @classmethod
+    def of(cls, train: Sequence[Sentence], settings: ParserSettings) -> TreeChoice:
+        root = settings.root or guess_root(train)
+        settings.check_final_on_root(root)
+        higher = settings.order_of_model > 1
+        # the second- and third-order models have one tree space: auto is projective there
+        tree = PROJECTIVE if higher and settings.tree == AUTO else choose_tree([s.heads for s in train], settings.tree)
+        return cls(root, tree, choose_final_on_root(settings.final_on_root, train, root, higher))
+
+
+@dataclasses.dataclass
+class ArcRun:
+    """What training the arcs gave: the features, the trainer's result and what the model records of it."""
+
+    featurizer: ArcFeaturizer
+    result: TrainResult
+    config: Any  # the trainer's config (of the best C on a path)
+    extract_seconds: float
+    siblings: SiblingFeaturizer | None = None
+    grand: GrandFeaturizer | None = None
+    interrupted: Any = None  # the last PassRecord of a run that Ctrl-C stopped
+    info: dict = dataclasses.field(default_factory=dict)  # best_pass, early_stop, C_path, distributed
+
+
+def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = None,
+                 settings: ParserSettings | None = None, *, callbacks: Sequence[Callback] = (),
+                 state: dict | None = None, data: str | None = None, on_point=None, client: Any = None,
+                 **options: Any) -> tuple[Parser, TrainResult]:
+    """Train a parser on ``train`` (sentences with heads) and its arc labeler when the sentences carry labels.
+
+    ``settings`` (a :class:`~egnlp.settings.ParserSettings`; its fields also as keyword ``options``, and
+    any other setting of the trainer's config, such as ``eta_init``) say the model, the tree space and
+    the trainer: first order, second order with ``siblings`` (McDonald and Pereira 2006) or third order
+    with ``grandparents`` (Koo and Collins 2010); one run, a warm-started path of C values (``C_path``,
+    Collins et al. 2008, Sec. 7.1.2: the C with the best dev UAS is kept, ``on_point`` sees each), or
+    CoCoA+ rounds of online EG on a Dask cluster (``dask``; ``client``, or a new local cluster).
+
+    The dev set, if given, is scored (UAS) after every pass; with a patience (by default for the online
+    trainers) or a time budget the model has the weights of the best dev pass (``info["best_pass"]``).
+    ``state`` warm-starts the trainer; the result carries the trainer's state only when no labeler is
+    trained (its memory goes before the labeler's). With ``save_on_interrupt`` (or a
+    :class:`~egnlp.training.records.BestPass` among the ``callbacks``), Ctrl-C raises
+    :class:`~egnlp.training.records.TrainingInterrupted` carrying the parser of the best pass so far.
+    The model's ``info`` records the training data (``data`` names it), the settings and the trainer's
     config (``egnlp model info`` prints them).
+
+    Raises:
+        SettingsError: settings that do not go together, or that the data rule out.
+        InputError: no training sentences, or one without heads.
     """
+    settings = ParserSettings.build(settings, **options)
     if not train:
-        raise ValueError("no training sentences")
-    siblings = siblings or grandparents
-    spec = get_trainer(trainer)
-    settings = parser_settings(trainer, settings, first_order=not siblings)
-    config = make_config(spec, **settings)
-    keeper = (BestPass(patience, getattr(config, "C", None))
-              if patience is not None or getattr(config, "max_seconds", None) is not None else None)
-    if patience is not None and not dev:
-        raise ValueError("a patience needs a dev set to score the passes (give --dev, or a data set with one)")
-    given_root, given_tree = root, tree
-    root = root or guess_root(train)
-    # the second-order model has one tree space: auto is projective there
-    tree = PROJECTIVE if siblings and tree == AUTO else choose_tree([s.heads for s in train], tree)
-    given_final, final_on_root = final_on_root, choose_final_on_root(final_on_root, train, root, siblings)
-    budget = cache_budget(trainer, cache_mb, has_dev=bool(dev))
-    jobs = resolve_jobs(jobs)
-    featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits, tags, tree,
-                                                                 cache_bytes=budget, siblings=siblings,
-                                                                 grandparents=grandparents)
-    problem.jobs = jobs
-    sibling_features = problem.features.siblings if siblings else None
-    grand_features = problem.features.grand if grandparents else None
-    dev_score = (uas_scorer(featurizer, dev, root, tree, sibling_features, dev_cache_budget(trainer, cache_mb, budget),
-                            jobs, grand_features, final_on_root) if dev else None)
-    result, interrupted = fit_or_best(spec.fit, problem, config=config, dev=dev_score,
-                                      callbacks=(*callbacks, *([keeper] if keeper is not None else [])), state=state)
-    kept = keeper.result() if keeper is not None and dev and interrupted is None else None
-    if kept is not None and kept.final.passes != result.final.passes:  # the best dev pass was not the last
-        result = TrainResult(weights=kept.weights, records=result.records, converged=False)
-    del problem, dev_score  # the arc features and their id tables go before the labeler trains
-    if labels and has_labels(train) and result.state:
-        # and so does the trainer's state (BCFW's on es: about 90 MB that would sit under the labeler's peak)
+        raise InputError("no training sentences")
+    settings.check_data(bool(dev))
+    space = TreeChoice.of(train, settings)
+    callbacks = (*([BestPass()] if settings.save_on_interrupt else []), *callbacks)
+    if settings.dask:
+        arcs = _train_arcs_on_dask(train, dev, settings, space, callbacks, state, client)
+    else:
+        arcs = _train_arcs(train, dev, settings, space, callbacks, state, on_point)
+    result = arcs.result
+    if settings.labels and has_labels(train) and result.state:
+        # the trainer's state goes before the labeler trains (BCFW's on es: about 90 MB under its peak)
         result = TrainResult(weights=result.weights, records=result.records, converged=result.converged)
     release_freed_memory()  # the kept sentences' pages too, which the labeler's large arrays would not reuse
-    labeler, labeler_info = None, {}
+    labeler, labeler_info, interrupted = None, {}, arcs.interrupted
     if interrupted is None:
         try:
-            labeler = _labeler(featurizer, train, labels, labeler_info)
+            with interrupts_between_passes():  # Ctrl-C stops the labeler between its passes, never in a kernel
+                labeler = labeler_for(arcs.featurizer, train, settings.labels, labeler_info)
         except KeyboardInterrupt:  # the arcs are trained: keep the best pass when asked to
             best = next((cb for cb in callbacks if isinstance(cb, BestPass) and cb.best is not None), None)
             if best is None:
                 raise
             result, interrupted = best.result(), best.last
-    info = model_info(trainer, dataclasses.asdict(config), train, dev, data,
-                      {"root": given_root, "tree": given_tree, "tags": tags, "feature_mode": feature_mode,
-                       "hash_bits": hash_bits, "labels": labels, "siblings": siblings,
-                       "grandparents": grandparents, "final_on_root": given_final},
-                      featurizer, extract_seconds, result)
-    if kept is not None:
-        info["best_pass"] = kept.final.as_dict()
-        info["early_stop"] = bool(keeper.stop)
+    info = model_info(settings, arcs.config, train, dev, data, arcs.featurizer, arcs.extract_seconds, result)
+    info.update(arcs.info)
     info.update(labeler_info)
     if interrupted is not None:
         info["interrupted_after_pass"] = interrupted.passes
-        raise TrainingInterrupted(Parser(featurizer, result.weights, root, info, None, tree,
-                                         siblings=sibling_features, grand=grand_features,
-                                         final_on_root=final_on_root), result, interrupted)
-    return Parser(featurizer, result.weights, root, info, labeler, tree, siblings=sibling_features,
-                  grand=grand_features, final_on_root=final_on_root), result
+    parser = Parser(arcs.featurizer, result.weights, space.root, info, labeler, space.tree, siblings=arcs.siblings,
+                    grand=arcs.grand, final_on_root=space.final_on_root)
+    if interrupted is not None:
+        raise TrainingInterrupted(parser, result, interrupted)
+    return parser, result
 
 
-def train_parser_path(train: Sequence[Sentence], dev: Sequence[Sentence], Cs: Sequence[float], *,
-                      trainer: str = DEFAULT_PARSER_TRAINER, root: str | None = None, feature_mode: str = "alphabet",
-                      hash_bits: int = 22, tags: str | None = None, tree: str = PROJECTIVE, tol: float = 1e-3,
-                      labels: bool = True, callbacks: Sequence[Callback] = (), on_point=None,
-                      data: str | None = None, siblings: bool = False, cache_mb: float | None = None,
-                      jobs: int | None = 1, grandparents: bool = False, final_on_root: bool | None = None,
-                      **settings) -> tuple[Parser, list[PathPoint]]:
-    """Train a warm-started path of C values (Collins et al. 2008, Sec. 7.1.2) and return the
-    parser of the C with the best dev UAS, with the path's points (its ``info``, ``cache_mb``, ``jobs``
-    and ``final_on_root`` as for :func:`train_parser`)."""
-    if not train:
-        raise ValueError("no training sentences")
-    if not dev:
-        raise ValueError("a regularization path picks C on dev data: give a dev set")
-    siblings = siblings or grandparents
-    spec = get_trainer(trainer)
-    if "C" in settings:
-        raise ValueError("a regularization path takes its C values from Cs, not from C=")
-    check_settings(spec, {"C": Cs[0] if len(Cs) else 1.0, **settings})
-    given_root, given_tree = root, tree
-    root = root or guess_root(train)
-    # the second-order model has one tree space: auto is projective there
-    tree = PROJECTIVE if siblings and tree == AUTO else choose_tree([s.heads for s in train], tree)
-    given_final, final_on_root = final_on_root, choose_final_on_root(final_on_root, train, root, siblings)
-    budget = cache_budget(trainer, cache_mb)
-    jobs = resolve_jobs(jobs)
-    featurizer, problem, extract_seconds = build_parsing_problem(train, root, feature_mode, hash_bits, tags, tree,
-                                                                 cache_bytes=budget, siblings=siblings,
-                                                                 grandparents=grandparents)
+def _train_arcs(train: Sequence[Sentence], dev: Sequence[Sentence] | None, settings: ParserSettings,
+                space: TreeChoice, callbacks: Sequence[Callback], state: dict | None, on_point) -> ArcRun:
+    """The arcs trained in this process: one run or a path of C values."""
+    spec, configs = settings.spec, settings.trainer_configs()
+    budget = cache_budget(spec.name, settings.cache_mb, has_dev=bool(dev))
+    jobs = resolve_jobs(settings.jobs)
+    featurizer, problem, seconds = build_parsing_problem(
+        train, space.root, settings.feature_mode, settings.hash_bits, settings.tags, space.tree, cache_bytes=budget,
+        siblings=settings.siblings, grandparents=settings.grandparents)
     problem.jobs = jobs
-    sibling_features = problem.features.siblings if siblings else None
-    grand_features = problem.features.grand if grandparents else None
-    points = regularization_path(problem, spec, list(Cs),
-                                 dev=uas_scorer(featurizer, dev, root, tree, sibling_features,
-                                                dev_cache_budget(trainer, cache_mb, budget), jobs, grand_features,
-                                                final_on_root),
-                                 tol=tol,
-                                 callbacks=tuple(callbacks), on_point=on_point, **settings)
-    best = max(points, key=lambda p: p.dev_uas)
-    info = model_info(trainer, {"C": best.C, "tol": tol, **settings}, train, dev, data,
-                      {"root": given_root, "tree": given_tree, "tags": tags, "feature_mode": feature_mode,
-                       "hash_bits": hash_bits, "labels": labels, "siblings": siblings,
-                       "grandparents": grandparents, "final_on_root": given_final}, featurizer, extract_seconds,
-                      best.result)
-    info["C_path"] = [p.row() for p in points]
-    labeler = _labeler(featurizer, train, labels, info)
-    return Parser(featurizer, best.result.weights, root, info, labeler, tree, siblings=sibling_features,
-                  grand=grand_features, final_on_root=final_on_root), points
+    run = ArcRun(featurizer, None, configs[0], seconds,  # type: ignore[arg-type]
+                 siblings=problem.features.siblings if settings.order_of_model > 1 else None,
+                 grand=problem.features.grand if settings.grandparents else None)
+    dev_score = (uas_scorer(featurizer, dev, space.root, space.tree, run.siblings,
+                            dev_cache_budget(spec.name, settings.cache_mb, budget), jobs, run.grand,
+                            space.final_on_root) if dev else None)
+    if settings.Cs is not None:
+        points = regularization_path(problem, spec, configs, dev=dev_score, callbacks=tuple(callbacks),
+                                     on_point=on_point)
+        best = max(range(len(points)), key=lambda k: points[k].dev_uas)
+        run.result, run.config = points[best].result, configs[best]
+        run.info["C_path"] = [p.row() for p in points]
+        return run
+    patience = settings.patience_with(bool(dev))
+    keeper = (BestPass(patience, run.config.C)
+              if patience is not None or getattr(run.config, "max_seconds", None) is not None else None)
+    run.result, run.interrupted = fit_or_best(spec.fit, problem, config=run.config, dev=dev_score,
+                                              callbacks=(*callbacks, *([keeper] if keeper is not None else [])),
+                                              state=state)
+    kept = keeper.result() if keeper is not None and dev and run.interrupted is None else None
+    if kept is not None:
+        if kept.final.passes != run.result.final.passes:  # the best dev pass was not the last
+            run.result = TrainResult(weights=kept.weights, records=run.result.records, converged=False)
+        run.info.update(best_pass=kept.final.as_dict(), early_stop=bool(keeper.stop))
+    return run
 
+
+def _train_arcs_on_dask(train: Sequence[Sentence], dev: Sequence[Sentence] | None, settings: ParserSettings,
+                        space: TreeChoice, callbacks: Sequence[Callback], state: dict | None, client: Any) -> ArcRun:
+    """The arcs trained by CoCoA+ on a Dask cluster (:mod:`egnlp.distributed`): the features fitted here and
+    shipped, one EG state per shard on the workers."""
+    from contextlib import nullcontext
+
+    from egnlp.distributed import dask_client, fit_cocoa, n_workers
+
+    config = settings.trainer_configs()[0]
+    featurizer, _, seconds = build_parsing_problem(train, space.root, settings.feature_mode, settings.hash_bits,
+                                                   settings.tags, space.tree)
+    dev_score = uas_scorer(featurizer, dev, space.root, space.tree, final_on_root=space.final_on_root) if dev else None
+    with nullcontext(client) if client is not None else dask_client("local", settings.workers) as cluster:
+        shards = settings.workers or n_workers(cluster)
+        result = fit_cocoa(cluster, featurizer, train, space.root, space.tree, settings.spec.objective, shards,
+                           config=config, dev=dev_score, callbacks=tuple(callbacks), state=state)
+    run = ArcRun(featurizer, result, config, seconds)
+    run.info["distributed"] = {"engine": "dask", "method": "cocoa+", "shards": shards, "sigma": shards}
+    return run
 
 MAX_SOURCES = 20  # the files a model's metadata names at most
 
 
-def model_info(trainer: str, config: dict, train: Sequence[Sentence], dev: Sequence[Sentence] | None,
-               data: str | None, settings: dict, featurizer, extract_seconds: float, result: TrainResult) -> dict:
+def model_info(settings: ParserSettings, config: Any, train: Sequence[Sentence], dev: Sequence[Sentence] | None,
+               data: str | None, featurizer: ArcFeaturizer, extract_seconds: float, result: TrainResult) -> dict:
     """The ``info`` a trained parser carries: the trainer and its configuration, the training data
     (:func:`training_data`), the settings as given, the feature count and the final pass."""
     return {
-        "trainer": trainer,
-        "config": config,
+        "trainer": settings.trainer_name,
+        "config": dataclasses.asdict(config),
         "data": training_data(train, dev, data),
-        "settings": settings,
+        "settings": settings.as_dict(),
         "train_sentences": len(train),
         "n_features": int(np.size(result.weights)),  # arc and sibling features
         "extract_seconds": extract_seconds,
@@ -445,7 +397,7 @@ def training_data(train: Sequence[Sentence], dev: Sequence[Sentence] | None, nam
             "dev_sentences": len(dev) if dev else 0}
 
 
-def _labeler(featurizer: ArcFeaturizer, train: Sequence[Sentence], labels: bool, info: dict) -> ArcLabeler | None:
+def labeler_for(featurizer: ArcFeaturizer, train: Sequence[Sentence], labels: bool, info: dict) -> ArcLabeler | None:
     """The arc labeler of a parser trained on ``train``, when wanted and the data are labeled;
     what it took goes to ``info["labeler"]``."""
     if not (labels and has_labels(train)):

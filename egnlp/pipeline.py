@@ -1,14 +1,12 @@
-"""From raw text to dependency trees: split and tokenise, tag, parse; CoNLL-U out.
+"""From raw text to dependency trees: split and tokenise, tag, parse; CoNLL-U out (:class:`Pipeline`).
 
-    from egnlp.tagger import Tagger
-    from egnlp.parser.parser_model import Parser
-    from egnlp.pipeline import parse_text, to_conllu
-    trees = parse_text("O Sr. Silva chegou às 9h30. Saiu.", Tagger.load("upos.npz"), Parser.load("pt.npz"),
-                       language="pt")
-    print(to_conllu(trees))
+    from egnlp import Parser, Pipeline, Tagger
+    pipeline = Pipeline([Tagger.load("upos.npz")], Parser.load("pt.npz"), language="pt")
+    print(pipeline.conllu("O Sr. Silva chegou às 9h30. Saiu."))
 
-Sentences and tokens come from :mod:`egnlp.tagger.text` (NLTK's Punkt and
-word tokenizer, with the offsets of every token), knowing the abbreviations
+The text is first normalised to Unicode NFC (composed characters), which the
+UD validator requires of every line. Sentences and tokens come from
+:mod:`egnlp.tagger.text` (NLTK's Punkt and word tokenizer, with the offsets of every token), knowing the abbreviations
 of the taggers' training vocabularies as well as the language's. Each
 sentence is written with ``# sent_id = N`` and ``# text = ...`` (its original
 characters, a line break as a space); FORM is the token's original
@@ -31,16 +29,18 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import unicodedata
 from typing import Sequence
 
+from egnlp.base.errors import InputError, ModelError
 from egnlp.corpora import Sentence, format_conll
 from egnlp.corpora.sentence import BLANK, FORM
 from egnlp.parser.parser_model import Parser
 from egnlp.corpora.tagging import slash_text
 from egnlp.tagger.tagger_model import Tagger
-from egnlp.tagger.text import TextSentence, segment, vocabulary_abbreviations
+from egnlp.tagger.text import TextSentence, language_name, segment, vocabulary_abbreviations
 
-__all__ = ["COLUMN_NAMES", "parse_text", "parser_columns", "slash_text", "tag_text", "text_sentences",
+__all__ = ["COLUMN_NAMES", "Pipeline", "parse_text", "parser_columns", "slash_text", "tag_text", "text_sentences",
            "to_conllu", "tokens_sentence"]
 
 _SPACE = re.compile(r"\s+")
@@ -59,11 +59,11 @@ def tokens_sentence(tokens: Sequence[str], tags: Sequence[str] | None = None,
     ``comments`` are whole lines (starting with ``#``) put before the tokens.
     """
     if tags is not None and len(tags) != len(tokens):
-        raise ValueError(f"{len(tags)} tags for {len(tokens)} tokens")
+        raise InputError(f"{len(tags)} tags for {len(tokens)} tokens")
     rows = []
     for i, form in enumerate(tokens):
         if not form or any(ch.isspace() for ch in form):
-            raise ValueError(f"token {i + 1} {form!r} is empty or holds whitespace")
+            raise InputError(f"token {i + 1} {form!r} is empty or holds whitespace")
         tag = tags[i] if tags is not None else BLANK
         rows.append((str(i + 1), form, BLANK, tag, tag, BLANK, BLANK, BLANK, BLANK, BLANK))
     aside = tuple((0, line) for line in comments)
@@ -86,16 +86,16 @@ def _taggers_by_column(taggers: "Tagger | Sequence[Tagger]") -> dict[str, Tagger
     """The POS taggers given, by the column each fills; ValueError for anything else or a column twice."""
     given = [taggers] if isinstance(taggers, Tagger) else list(taggers)
     if not given:
-        raise ValueError("no tagger given: the parser reads tags, give a POS tagger model")
+        raise InputError("no tagger given: the parser reads tags, give a POS tagger model")
     out: dict[str, Tagger] = {}
     for tagger in given:
         if not isinstance(tagger, Tagger):
-            raise ValueError(f"a tagger must be an egnlp Tagger, not {type(tagger).__name__}")
+            raise InputError(f"a tagger must be an egnlp Tagger, not {type(tagger).__name__}")
         if tagger.column not in COLUMN_NAMES or tagger.use_pos:
-            raise ValueError(f"the tagger must be a POS tagger reading words only, not a {tagger.column} model"
+            raise InputError(f"the tagger must be a POS tagger reading words only, not a {tagger.column} model"
                              + (" reading POS tags" if tagger.use_pos else ""))
         if tagger.column in out:
-            raise ValueError(f"two taggers predict {COLUMN_NAMES[tagger.column]}; give one tagger per tag column")
+            raise InputError(f"two taggers predict {COLUMN_NAMES[tagger.column]}; give one tagger per tag column")
         out[tagger.column] = tagger
     return out
 
@@ -131,7 +131,7 @@ def _tagged(text: str, by_column: dict[str, Tagger], comments: bool, language: s
     vocabularies = {column: (set(t.vocabulary) if t.vocabulary is not None else None)
                     for column, t in by_column.items()}
     abbreviations = set().union(*(vocabulary_abbreviations(v) for v in vocabularies.values()))
-    pieces = segment(text, language, sorted(abbreviations))
+    pieces = segment(unicodedata.normalize("NFC", text), language, sorted(abbreviations))  # UD's FORM and text
     tags = {}
     model_forms = None
     for column, tagger in by_column.items():
@@ -160,46 +160,109 @@ def _with_forms(sentence: Sentence, forms: Sequence[str]) -> Sentence:
     return dataclasses.replace(sentence, rows=rows)
 
 
-def parse_text(text: str, taggers: "Tagger | Sequence[Tagger]", parser: Parser, *, comments: bool = True,
-               language: str = "english", jobs: int | None = 1) -> list[Sentence]:
-    """Dependency trees of raw ``text``: split, tokenise, tag, parse.
+class Pipeline:
+    """Raw text to dependency trees: sentences and tokens (:mod:`egnlp.tagger.text`), the POS taggers (one
+    for each tag column the parser reads, :func:`parser_columns`), the parser.
 
-    ``taggers`` is one POS tagger or a sequence of them, one for each tag
-    column the parser reads (:func:`parser_columns`); ``language`` picks
-    Punkt's model and abbreviations (a Punkt language name or code, e.g.
-    ``portuguese`` or ``pt``). Returns one CoNLL-U Sentence per sentence
-    with the predicted tags, heads and labels, with ``# sent_id`` / ``#
-    text`` comments unless ``comments`` is False (see the module
-    docstring). Text without tokens gives []. ``jobs`` processes (None:
-    every core) tag and parse blocks of sentences; the result is the same
-    for any number.
+        from egnlp import Parser, Pipeline, Tagger
+        pipeline = Pipeline([Tagger.load("pt-upos.npz")], Parser.load("pt.npz"), language="pt")
+        print(pipeline.conllu("O Sr. Silva chegou às 9h30. Saiu."))
+
+    ``language`` picks Punkt's model and abbreviations (a Punkt language name or code, e.g. ``portuguese``
+    or ``pt``).
 
     Raises:
-        ValueError: a tagger that is not a POS tagger (a chunker, say); a tag
-            column the parser reads without a tagger, or a tagger for a column
-            it does not read; an unknown language; text with a lone surrogate
-            or a control character.
+        InputError, ModelError: a tagger that is not a POS tagger (a chunker, say); a tag column the parser
+            reads without a tagger, or a tagger for a column it does not read.
+        ValueError: an unknown language.
     """
-    if not isinstance(parser, Parser):
-        raise ValueError(f"parser must be an egnlp Parser, not {type(parser).__name__}")
-    by_column = _taggers_by_column(taggers)
-    needed = parser_columns(parser)
-    reads = " and ".join(COLUMN_NAMES[c] for c in needed)
-    setting = f"trained with --pos {parser.featurizer.tags}"
-    for column in needed:
-        if column not in by_column:
-            option = "upos" if column == "upos" else "xpos"
-            raise ValueError(f"the parser reads {reads} tags ({setting}) but no tagger predicts "
-                             f"{COLUMN_NAMES[column]}: give one trained with 'egnlp tagger train --column {option}'")
-    for column, tagger in by_column.items():
-        if column not in needed:
-            raise ValueError(f"the parser reads {reads} tags only ({setting}); a tagger that predicts "
-                             f"{COLUMN_NAMES[column]} is not used: leave it out")
-    shown, seen = _tagged(text, by_column, comments, language, jobs)
-    if not shown:
-        return []
-    parsed = parser.parse_corpus(seen, jobs=jobs)
-    return [_with_forms(tree, original.forms) for tree, original in zip(parsed, shown)]
+
+    def __init__(self, taggers: "Tagger | Sequence[Tagger]", parser: Parser, *, language: str = "english") -> None:
+        if not isinstance(parser, Parser):
+            raise InputError(f"parser must be an egnlp Parser, not {type(parser).__name__}")
+        language_name(language)
+        self.taggers = _taggers_by_column(taggers)
+        self.parser = parser
+        self.language = language
+        needed = parser_columns(parser)
+        reads = " and ".join(COLUMN_NAMES[c] for c in needed)
+        setting = f"trained with --pos {parser.featurizer.tags}"
+        for column in needed:
+            if column not in self.taggers:
+                option = "upos" if column == "upos" else "xpos"
+                raise InputError(f"the parser reads {reads} tags ({setting}) but no tagger predicts "
+                                 f"{COLUMN_NAMES[column]}: give one trained with 'egnlp tagger train --column "
+                                 f"{option}'")
+        for column in self.taggers:
+            if column not in needed:
+                raise InputError(f"the parser reads {reads} tags only ({setting}); a tagger that predicts "
+                                 f"{COLUMN_NAMES[column]} is not used: leave it out")
+
+    def parse(self, text: str, *, comments: bool = True, jobs: int | None = 1) -> list[Sentence]:
+        """One CoNLL-U Sentence per sentence of ``text`` with the predicted tags, heads and labels, with
+        ``# sent_id`` / ``# text`` comments unless ``comments`` is False (see the module docstring); text
+        without tokens gives []. ``jobs`` processes (None: every core) tag and parse blocks of sentences;
+        the result is the same for any number.
+
+        Raises:
+            ValueError: text with a lone surrogate or a control character.
+        """
+        shown, seen = _tagged(text, self.taggers, comments, self.language, jobs)
+        if not shown:
+            return []
+        parsed = self.parser.parse_corpus(seen, jobs=jobs)
+        return [_with_forms(tree, original.forms) for tree, original in zip(parsed, shown)]
+
+    def conllu(self, text: str, *, jobs: int | None = 1) -> str:
+        """The CoNLL-U text of :meth:`parse`."""
+        return to_conllu(self.parse(text, jobs=jobs))
+
+
+def parse_text(text: str, taggers: "Tagger | Sequence[Tagger]", parser: Parser, *, comments: bool = True,
+               language: str = "english", jobs: int | None = 1) -> list[Sentence]:
+    """Dependency trees of raw ``text``: :meth:`Pipeline.parse` of ``Pipeline(taggers, parser, language=...)``."""
+    return Pipeline(taggers, parser, language=language).parse(text, comments=comments, jobs=jobs)
+
+
+def check_pos_tagger(tagger: Tagger, pos_model: Tagger | None, name: object = "--pos-tagger") -> None:
+    """A POS tagger given to tag a chunker's input (``name`` names its file): ModelError unless ``tagger``
+    is a chunker reading POS tags and ``pos_model`` a POS tagger reading words."""
+    if pos_model is None:
+        return
+    if not tagger.use_pos:
+        raise ModelError("--pos-tagger goes with a chunker; this model reads words only")
+    if pos_model.column != "pos" or pos_model.use_pos:
+        raise ModelError(f"{name}: not a POS tagger (it predicts the {pos_model.column} column)")
+
+
+def sentences_to_tag(text: str, name: str, fmt: str, tagger: Tagger, pos_model: Tagger | None,
+                     language: str = "english") -> list[Sentence]:
+    """The sentences of a whole input to tag: raw text (``fmt`` ``text``) split and tokenised, knowing the
+    abbreviations of the model's training vocabulary; else the corpus parsed (a chunker's POS column
+    checked unless a POS tagger tags it first)."""
+    from egnlp.corpora import parse_corpus
+    from egnlp.corpora.formats import TEXT
+    from egnlp.corpora.tagging import check_tags
+
+    if fmt != TEXT:
+        _, sentences = parse_corpus(text, name, fmt, require_heads=False)
+        if tagger.use_pos and pos_model is None:
+            check_tags(sentences, "pos", "a chunker reads the POS column (or give --pos-tagger MODEL)")
+        return sentences
+    if tagger.use_pos and pos_model is None:
+        raise ModelError("this model is a chunker and reads POS tags: give --pos-tagger MODEL to tag raw text, "
+                         "or tag a corpus file with a POS column")
+    abbreviations = vocabulary_abbreviations((pos_model or tagger).vocabulary)
+    return [tokens_sentence(tokens) for _, tokens in text_sentences(text, language, abbreviations)]
+
+
+def format_tagged(sentences: Sequence[Sentence], target: str, column: str) -> str:
+    """Tagged sentences as ``conll``, ``conll2000`` or ``text`` (word/TAG of ``column``, a sentence a line)."""
+    from egnlp.corpora.tagging import format_conll2000
+
+    if target == "conll":
+        return format_conll(sentences)
+    return format_conll2000(sentences) if target == "conll2000" else slash_text(sentences, column)
 
 
 def to_conllu(sentences: Sequence[Sentence]) -> str:

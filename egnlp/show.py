@@ -32,7 +32,7 @@ from xml.sax.saxutils import escape, quoteattr
 from egnlp.corpora import CorpusError, Sentence, parse_conll, read_conll
 from egnlp.base.files import decode, write_text_atomic
 from egnlp.corpora.sentence import BLANK
-from egnlp.parser.attachment_scores import check_same_words
+from egnlp.parser.attachment import check_same_words
 
 # Layout, in SVG user units (pixels at 100%).
 FONT_SIZE = 14

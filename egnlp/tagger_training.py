@@ -1,31 +1,33 @@
-"""The public Python API for taggers: train a linear-chain CRF or a maxent POS tagger or chunker.
+"""Tagger training: a linear-chain CRF or a maxent POS tagger or chunker, one :class:`~egnlp.tagger.Tagger`.
 
     from nltk.corpus import conll2000
-    from egnlp.tagger_training import train_crf_tagger
+    from egnlp import train_tagger
     sents = conll2000.tagged_sents("train.txt")
     tokens = [[w for w, _ in s] for s in sents]
     tags = [[t for _, t in s] for s in sents]
-    tagger, result = train_crf_tagger(tokens, tags)
+    tagger, result = train_tagger(tokens, tags)
     tagger.tag("The economy grew. Prices fell.")
 
-Any structured trainer of :mod:`egnlp.training.registry` trains the CRF's
-problem (:class:`egnlp.tagger.tagging_problem.TaggingProblem` over the features of
-:mod:`egnlp.features.chain_features`); the default is online EG on the log-linear
-dual (``eg-ll``).  :func:`train_maxent_tagger` builds the maxent tagger's
-events (:mod:`egnlp.tagger.maxent`) into a
+:func:`train_tagger` takes a :class:`~egnlp.settings.TaggerSettings` or its
+fields as keyword arguments (the command line's ``tagger train`` builds the
+same object). Any structured trainer of :mod:`egnlp.training.registry` trains
+the CRF's problem (:class:`egnlp.tagger.tagging_problem.TaggingProblem` over
+the features of :mod:`egnlp.features.chain_features`; online EG on the
+log-linear dual by default); the maxent tagger's events
+(:mod:`egnlp.tagger.maxent`) make a
 :class:`egnlp.training.maxent_problem.MaxentProblem` for the maxent trainers
-(``cd`` by default).  Both return a :class:`~egnlp.tagger.tagger_model.Tagger`
-and the run's :class:`~egnlp.training.records.TrainResult`.
+(coordinate descent by default).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from egnlp.base.errors import InputError
 from egnlp.corpora import CorpusError, Sentence, dataset_task, load_sentences
 from egnlp.corpora.sentence import BLANK
 from egnlp.corpora.tagging import check_tags
@@ -34,23 +36,9 @@ from egnlp.tagger.crf import CRFModel, decode_ids
 from egnlp.tagger.maxent import MaxentModel, training_events
 from egnlp.tagger.tagger_model import Tagger
 from egnlp.tagger.tagging_problem import TaggingProblem
+from egnlp.settings import MAXENT_BEAM, TaggerSettings
 from egnlp.training.maxent_problem import MaxentProblem
-from egnlp.training.records import Callback, TrainingInterrupted, TrainResult, fit_or_best
-from egnlp.training.registry import MAXENT, Trainer, get_trainer, make_config
-
-# Regularisation constant of the CRF tagger when none is given (the primal is
-# sum_i loss_i + C/2 ||w||^2, a sum over sentences).  Chosen by a dev sweep on
-# conll2000 POS with eg-ll (annealed, tol 1e-3), dev = train.txt sentences 8000-8499:
-#   1,000 train sentences, 30 passes: C = 0.3 / 1 / 3 / 10 / 30 -> 94.67 / 94.94 / 94.57 / 93.25 / 90.38 %
-#   3,000 train sentences, 45 passes: C = 0.5 / 1 / 2 / 4      -> 96.07 / 96.85 / 96.70 / 96.38 %
-# Smaller C converges more slowly (C = 1 on 3,000 sentences: relative gap 0.13
-# after 45 passes; C = 2: 1e-3; C = 4: converged after 37).
-DEFAULT_C = 1.0
-
-# The maxent tagger's prior variance when none is given (Huang et al. 2010, Sec. 5.1: sigma^2 = 10);
-# its trainers take C = 1 / sigma^2.  Their pass limit and tolerance when none is given.
-DEFAULT_SIGMA2 = 10.0
-MAXENT_DEFAULTS = {"max_passes": 100, "tol": 1e-5}
+from egnlp.training.records import BestPass, Callback, TrainingInterrupted, TrainResult, fit_or_best
 
 # The tag columns a POS tagger trains on and their CoNLL-U names: POSTAG (CoNLL-X) is CoNLL-U's XPOS,
 # CPOSTAG its UPOS.
@@ -89,6 +77,11 @@ def label_columns(sentences: Sequence[Sentence], column: str = "pos"):
     return tokens, [s.labels(column) for s in sentences], None
 
 
+def task_column(dataset: str | None) -> str:
+    """The label column of a data set's task (``chunk`` for a chunking set), ``pos`` for files."""
+    return "chunk" if dataset is not None and dataset_task(dataset) == "chunk" else "pos"
+
+
 def tagged_columns(sentences: Sequence[Sentence], column: str, what: str = "training"):
     """:func:`label_columns` of a training or dev set (``what``) after checking that every token
     carries the labels it needs: a tag in ``column`` (``_`` is no tag) and, for a chunker, a POS tag.
@@ -124,110 +117,101 @@ def dataset_columns(name: str, split: str, limit: int | None = None):
 def _non_empty(tokens_list, labels, pos):
     """The training sentences that have tokens (as lists), after checking the three inputs line up."""
     if len(labels) != len(tokens_list) or (pos is not None and len(pos) != len(labels)):
-        raise ValueError("tokens, labels (and POS) need one entry per training sentence")
+        raise InputError("tokens, labels (and POS) need one entry per training sentence")
     keep = [s for s, toks in enumerate(tokens_list) if len(toks)]
     if not keep:
-        raise ValueError("no non-empty training sentences")
+        raise InputError("no non-empty training sentences")
     return ([list(tokens_list[s]) for s in keep], [list(labels[s]) for s in keep],
             [list(pos[s]) for s in keep] if pos is not None else None)
 
 
-def train_crf_tagger(train_sentences_tokens: Sequence[Sequence[str]], labels: Sequence[Sequence[str]],
-                     pos: Sequence[Sequence[str]] | None = None, *, dev: tuple | None = None,
-                     dev_scorer: DevScorer | None = None, trainer: str = "eg-ll", column: str | None = None,
-                     all_transitions: bool = False, callbacks: Sequence[Callback] = (), state: dict | None = None,
-                     data: str | None = None, **settings) -> tuple[Tagger, TrainResult]:
-    """Train a linear-chain CRF on tokenised sentences and their labels.
+def train_tagger(tokens: Sequence[Sequence[str]], labels: Sequence[Sequence[str]],
+                 pos: Sequence[Sequence[str]] | None = None, settings: TaggerSettings | None = None, *,
+                 dev: tuple | None = None, dev_scorer: DevScorer | None = None, callbacks: Sequence[Callback] = (),
+                 state: dict | None = None, data: str | None = None, **options: Any) -> tuple[Tagger, TrainResult]:
+    """Train a tagger on tokenised sentences and their labels: a linear-chain CRF (``model="crf"``, the
+    default: any structured trainer, online EG on the log-linear dual by default) or a Ratnaparkhi-style
+    maxent tagger (``model="maxent"``: :mod:`egnlp.tagger.maxent`, coordinate descent by default,
+    Huang et al. 2010, Algorithm 3, with C = 1 / ``sigma2``).
 
-    ``pos`` (one POS tag per token) makes a chunker that reads POS tags
-    (``use_pos``); without it the tagger reads words only.  ``dev`` is
-    ``(tokens, labels)`` or ``(tokens, labels, pos)``, scored (token
-    accuracy, %, :func:`accuracy_scorer`) after every pass.  ``dev_scorer``
-    instead supplies the caller's own per-pass score: it is called once with
-    the featurizer fitted on the training sentences and returns the
-    ``w -> score`` function recorded as the dev score after every pass (give
-    at most one of ``dev`` and ``dev_scorer``).  ``column`` is the Tagger's
-    label column (default ``chunk`` with POS input, ``pos`` otherwise).
-    ``settings`` go to the trainer's config (see
-    :mod:`egnlp.training.registry`); C defaults to :data:`DEFAULT_C`.
-    ``state`` warm-starts the trainer.  Empty sentences are left out of
-    training (they carry no information).  ``data`` names the training data
-    in the model's ``info`` (with the trainer, its config and the data's
-    size; ``egnlp model info`` prints them).  With a
-    :class:`~egnlp.training.records.BestPass` among the ``callbacks``, Ctrl-C
-    raises :class:`~egnlp.training.records.TrainingInterrupted` carrying the
-    tagger of the best pass so far (both tagger trainers).
+    ``settings`` is a :class:`~egnlp.settings.TaggerSettings` (its fields also as keyword ``options``, and
+    any other setting of the trainer's config). ``pos`` (one POS tag per token) makes a chunker that reads
+    POS tags; without it the tagger reads words only. ``dev`` is ``(tokens, labels)`` or ``(tokens,
+    labels, pos)``, scored (token accuracy, %) after every pass; ``dev_scorer`` (CRF) instead supplies
+    the caller's own per-pass score: it is called once with the featurizer fitted on the training
+    sentences and returns the ``w -> score`` function recorded after every pass. The tagger's label
+    column is ``settings.column`` (default ``chunk`` with POS input, ``pos`` otherwise). Empty sentences
+    are left out of training. ``data`` names the training data in the model's ``info``. With
+    ``save_on_interrupt`` (or a :class:`~egnlp.training.records.BestPass` among the ``callbacks``),
+    Ctrl-C raises :class:`~egnlp.training.records.TrainingInterrupted` carrying the tagger of the best
+    pass so far.
     """
+    settings = TaggerSettings.build(settings, **options)
     if dev is not None and dev_scorer is not None:
-        raise ValueError("give dev or dev_scorer, not both")
-    tokens, gold, pos_kept = _non_empty(train_sentences_tokens, labels, pos)
-    spec = get_trainer(trainer)
-    config = make_config(spec, **{"C": DEFAULT_C, **settings})
-    dev_set = _dev_columns(dev, pos_kept is not None)
+        raise InputError("give dev or dev_scorer, not both")
+    if dev_scorer is not None and settings.model != "crf":
+        raise InputError("dev_scorer goes with the CRF tagger")
+    kept = _non_empty(tokens, labels, pos)
+    callbacks = (*([BestPass()] if settings.save_on_interrupt else []), *callbacks)
+    fit = _train_crf if settings.model == "crf" else _train_maxent
+    tagger, result, interrupted = fit(settings, *kept, dev=_dev_columns(dev, kept[2] is not None),
+                                      dev_scorer=dev_scorer, callbacks=callbacks, state=state, given=len(tokens),
+                                      data=data)
+    return _finished(tagger, result, interrupted)
 
+
+def train_crf_tagger(tokens: Sequence[Sequence[str]], labels: Sequence[Sequence[str]],
+                     pos: Sequence[Sequence[str]] | None = None, **options: Any) -> tuple[Tagger, TrainResult]:
+    """:func:`train_tagger` of a linear-chain CRF."""
+    return train_tagger(tokens, labels, pos, model="crf", **options)
+
+
+def train_maxent_tagger(tokens: Sequence[Sequence[str]], labels: Sequence[Sequence[str]],
+                        pos: Sequence[Sequence[str]] | None = None, **options: Any) -> tuple[Tagger, TrainResult]:
+    """:func:`train_tagger` of a maxent tagger."""
+    return train_tagger(tokens, labels, pos, model="maxent", **options)
+
+
+def _train_crf(settings: TaggerSettings, tokens, gold, pos, *, dev, dev_scorer, callbacks, state, given, data):
+    spec, config = settings.spec, settings.trainer_config()
     start = time.perf_counter()
-    featurizer = ChainFeaturizer.fit(tokens, gold, pos_kept, all_transitions=all_transitions)
-    problem = TaggingProblem.from_sentences(featurizer, tokens, gold, pos_kept)
+    featurizer = ChainFeaturizer.fit(tokens, gold, pos, all_transitions=settings.all_transitions)
+    problem = TaggingProblem.from_sentences(featurizer, tokens, gold, pos)
     extract_seconds = time.perf_counter() - start
     dev_score = dev_scorer(featurizer) if dev_scorer is not None else None
-    if dev_set is not None:
-        dev_score = accuracy_scorer(featurizer, *dev_set)
+    if dev is not None:
+        dev_score = accuracy_scorer(featurizer, *dev)
     result, interrupted = fit_or_best(spec.fit, problem, config=config, dev=dev_score, callbacks=tuple(callbacks),
                                       state=state)
     pf = problem.features
-    info = _training_info(spec, config, result, tokens, len(train_sentences_tokens), extract_seconds,
-                          data=_data(data, dev_set), all_transitions=all_transitions,
+    info = _training_info(settings, config, result, tokens, given, extract_seconds, data=_data(data, dev),
                           n_labels=featurizer.n_labels, n_features=pf.n_features,
                           n_transition_parts=pf.n_transitions, n_parts=pf.n_parts)
-    return _finished(Tagger(CRFModel(featurizer, result.weights), column, info, _vocabulary(tokens)), result,
-                     interrupted)
+    column = settings.label_column or ("chunk" if pos is not None else "pos")
+    return Tagger(CRFModel(featurizer, result.weights), column, info, _vocabulary(tokens)), result, interrupted
 
 
-def train_maxent_tagger(train_sentences_tokens: Sequence[Sequence[str]], labels: Sequence[Sequence[str]],
-                        pos: Sequence[Sequence[str]] | None = None, *, dev: tuple | None = None,
-                        trainer: str = "cd", column: str | None = None, sigma2: float = DEFAULT_SIGMA2,
-                        beam: int = 3, cutoff: int = 1, callbacks: Sequence[Callback] = (),
-                        state: dict | None = None, data: str | None = None, **settings) -> tuple[Tagger, TrainResult]:
-    """Train a Ratnaparkhi-style maxent tagger (:mod:`egnlp.tagger.maxent`) with a maxent trainer.
-
-    The trainers (``cd``, the default: Huang et al. 2010, Algorithm 3;
-    ``gis``, ``scgis``, ``lbfgs``) minimise sum_i -log P(y_i | x_i) +
-    ||w||^2 / (2 sigma^2), i.e. C = 1 / ``sigma2``.  ``pos`` makes a
-    chunker, as for :func:`train_crf_tagger`; ``dev`` is ``(tokens,
-    labels)`` or ``(tokens, labels, pos)``, scored (token accuracy of beam
-    decoding, %) after every pass; ``beam`` is the model's beam width;
-    predicates seen in fewer than ``cutoff`` events are dropped.
-    ``settings`` go to the trainer's config (max_passes and tol default to
-    :data:`MAXENT_DEFAULTS`); ``data`` names the training data in the
-    model's ``info``, as for :func:`train_crf_tagger`.  Returns the Tagger
-    (with its training vocabulary) and the run's :class:`TrainResult`.
-    """
-    if "C" in settings:
-        raise ValueError("the maxent tagger's regularisation is sigma2 (C = 1 / sigma2), not C")
-    if not sigma2 > 0:
-        raise ValueError(f"sigma2 must be positive, not {sigma2}")
-    tokens, gold, pos_kept = _non_empty(train_sentences_tokens, labels, pos)
-    spec = get_trainer(trainer, MAXENT)
-    config = make_config(spec, **{**MAXENT_DEFAULTS, "C": 1.0 / sigma2, **settings})
-    use_pos = pos_kept is not None
-    dev_set = _dev_columns(dev, use_pos)
-
+def _train_maxent(settings: TaggerSettings, tokens, gold, pos, *, dev, dev_scorer, callbacks, state, given, data):
+    spec, config = settings.spec, settings.trainer_config()
+    beam = settings.beam if settings.beam is not None else MAXENT_BEAM
+    cutoff = settings.cutoff if settings.cutoff is not None else 1
+    use_pos = pos is not None
     start = time.perf_counter()
-    events = training_events(tokens, gold, pos_kept, use_pos=use_pos, cutoff=cutoff)
+    events = training_events(tokens, gold, pos, use_pos=use_pos, cutoff=cutoff)
     problem = MaxentProblem.from_events(events.ev_ptr, events.ev_pred, events.gold, len(events.labels),
                                         len(events.predicates))
     extract_seconds = time.perf_counter() - start
     model = MaxentModel(events.labels, events.predicates, problem.feat_ptr, problem.feat_label,
                         np.zeros(problem.n_features), use_pos=use_pos, beam=beam)
-    dev_score = maxent_accuracy_scorer(model, *dev_set) if dev_set is not None else None
+    dev_score = maxent_accuracy_scorer(model, *dev) if dev is not None else None
     result, interrupted = fit_or_best(spec.fit, problem, config=config, dev=dev_score, callbacks=tuple(callbacks),
                                       state=state)
     model.weights = np.ascontiguousarray(result.weights, dtype=np.float64)
-    info = _training_info(spec, config, result, tokens, len(train_sentences_tokens), extract_seconds,
-                          data=_data(data, dev_set), sigma2=sigma2, cutoff=cutoff, beam=beam,
-                          n_labels=problem.n_labels, n_events=problem.n_events,
-                          n_predicates=problem.n_predicates, n_features=problem.n_features)
-    return _finished(Tagger(model, column, info, _vocabulary(tokens)), result, interrupted)
+    info = _training_info(settings, config, result, tokens, given, extract_seconds, data=_data(data, dev),
+                          sigma2=1.0 / config.C, cutoff=cutoff, beam=beam, n_labels=problem.n_labels,
+                          n_events=problem.n_events, n_predicates=problem.n_predicates, n_features=problem.n_features)
+    column = settings.label_column or ("chunk" if use_pos else "pos")
+    return Tagger(model, column, info, _vocabulary(tokens)), result, interrupted
 
 
 def _finished(tagger: Tagger, result: TrainResult, interrupted) -> tuple[Tagger, TrainResult]:
@@ -260,10 +244,10 @@ def _dev_columns(dev: tuple | None, use_pos: bool) -> tuple | None:
     if dev is None:
         return None
     if len(dev) not in (2, 3):
-        raise ValueError("dev must be (tokens, labels) or (tokens, labels, pos)")
+        raise InputError("dev must be (tokens, labels) or (tokens, labels, pos)")
     pos = dev[2] if len(dev) == 3 else None
     if use_pos and pos is None:
-        raise ValueError("a chunker's dev set needs POS tags: (tokens, labels, pos)")
+        raise InputError("a chunker's dev set needs POS tags: (tokens, labels, pos)")
     return dev[0], dev[1], pos
 
 
@@ -277,9 +261,10 @@ def _data(name: str | None, dev: tuple | None) -> dict:
     return {"name": name, "dev_sentences": len(dev[0]) if dev is not None else 0}
 
 
-def _training_info(spec: Trainer, config, result: TrainResult, tokens: Sequence[Sequence[str]], given: int,
-                   extract_seconds: float, **sizes) -> dict:
+def _training_info(settings: TaggerSettings, config, result: TrainResult, tokens: Sequence[Sequence[str]],
+                   given: int, extract_seconds: float, **sizes) -> dict:
     """What a tagger model records of its training: trainer, settings, data and problem sizes, outcome."""
-    return {"trainer": spec.name, "config": dataclasses.asdict(config), "train_sentences": len(tokens),
-            "skipped_empty": given - len(tokens), "train_tokens": sum(len(t) for t in tokens), **sizes,
-            "extract_seconds": extract_seconds, "converged": result.converged, "final": result.final.as_dict()}
+    return {"trainer": settings.trainer_name, "config": dataclasses.asdict(config), "settings": settings.as_dict(),
+            "train_sentences": len(tokens), "skipped_empty": given - len(tokens),
+            "train_tokens": sum(len(t) for t in tokens), **sizes, "extract_seconds": extract_seconds,
+            "converged": result.converged, "final": result.final.as_dict()}

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 
 from egnlp.base.exports import lazy_exports
 
-_EXPORTS = {"Parser": "parser_model", "attachment_scores": "attachment_scores"}
+_EXPORTS = {"Parser": "parser_model", "attachment_scores": "attachment"}
 
 if TYPE_CHECKING:
-    from .attachment_scores import attachment_scores
+    from .attachment import attachment_scores
     from .parser_model import Parser
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

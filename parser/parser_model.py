@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from egnlp.corpora import Sentence
+from egnlp.base.errors import InputError
 from egnlp.base.workers import map_blocks
 from egnlp.corpora.sentence import BLANK, CPOS, DEPREL, FEATS, FORM, HEAD, LEMMA, POS
 from egnlp.base.nltk_bases import NLTKBase, nltk_base
@@ -40,7 +41,7 @@ from egnlp.features.arc_featurizer import ArcFeaturizer, ArcWeights
 from egnlp.features.arc_templates import TEMPLATES_VERSION, EncodedCorpus
 from egnlp.parser.labeler import ArcLabeler
 from egnlp.parser.eisner import NoTreeError
-from egnlp.parser.attachment_scores import is_punct
+from egnlp.parser.attachment import is_punct
 from egnlp.parser.trees import PROJECTIVE, check_final_on_root, check_root, final_on_root_argmax, tree_space
 
 if TYPE_CHECKING:  # the higher-order modules load when a model uses them (a first-order parse starts 30 ms sooner)
@@ -432,7 +433,7 @@ class Parser(NLTKBase):
 
 
 def final_punct(sentences: Sequence[Sentence]) -> list[bool]:
-    """Whether each sentence's last word is punctuation (:func:`~egnlp.parser.attachment_scores.is_punct`)."""
+    """Whether each sentence's last word is punctuation (:func:`~egnlp.parser.attachment.is_punct`)."""
     return [bool(s.forms) and is_punct(s.forms[-1]) for s in sentences]
 
 
@@ -457,26 +458,27 @@ def _show(value: Any) -> str:
 
 
 def _token_kind(tokens: list[Any], where: str) -> int:
-    """1 (words), 2 ((word, tag) pairs) or 3 ((word, UPOS, XPOS) triples): the kind of every token.
+    """1 (words), 2 ((word, tag) tuples) or 3 ((word, UPOS, XPOS) tuples): the kind of every token. A
+    token with tags is a tuple, as NLTK's tagged tokens are; a list is a sentence.
 
     Raises:
-        ValueError: a token of no kind, or of another kind than the first token, naming it.
+        InputError: a token of no kind, or of another kind than the first token, naming it.
     """
     kind = None
     for i, token in enumerate(tokens, start=1):
         if isinstance(token, str):
             this = 1
-        elif isinstance(token, (tuple, list)) and len(token) in (2, 3) and all(isinstance(x, str) for x in token):
+        elif isinstance(token, tuple) and len(token) in (2, 3) and all(isinstance(x, str) for x in token):
             this = len(token)
-        else:
-            hint = ("; to parse several sentences use parse_sents" if isinstance(token, (list, tuple)) else "")
-            raise ValueError(f"{where}token {i} is {_show(token)}; a sentence is a list of words, of (word, tag) "
-                             f"pairs or of (word, UPOS, XPOS) triples{hint}")
+        else:  # a list is a sentence, never a token: [["The", "old", "man"], ...] is not read as a triple
+            hint = "; to parse several sentences use parse_sents" if isinstance(token, (list, tuple)) else ""
+            raise InputError(f"{where}token {i} is {_show(token)}; a sentence is a list of words, of (word, tag) "
+                             f"tuples or of (word, UPOS, XPOS) tuples{hint}")
         if kind is None:
             kind = this
         elif this != kind:
             names = {1: "words", 2: "(word, tag) pairs", 3: "(word, UPOS, XPOS) triples"}
-            raise ValueError(f"{where}token {i} is {_show(token)} among {names[kind]}: give every token "
+            raise InputError(f"{where}token {i} is {_show(token)} among {names[kind]}: give every token "
                              "of a sentence in the same form")
     return kind or 1
 

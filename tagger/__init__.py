@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 
 from egnlp.base.exports import lazy_exports
 
-_EXPORTS = {"Tagger": "tagger_model", "ModelError": "egnlp.base.errors", "tag_scores": "tag_scores"}
+_EXPORTS = {"Tagger": "tagger_model", "ModelError": "egnlp.base.errors", "tag_scores": "accuracy"}
 
 if TYPE_CHECKING:
     from egnlp.base.errors import ModelError
 
-    from .tag_scores import tag_scores
+    from .accuracy import tag_scores
     from .tagger_model import Tagger
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -170,22 +170,30 @@ class Tagger(NLTKBase):
         """The labels of one tokenised sentence."""
         return self.predict([tokens], [pos] if pos is not None else None, pos_tagger=pos_tagger)[0]
 
-    def tag_sentences(self, text: str, *, pos_tagger: "Tagger | None" = None) -> list[list[tuple[str, str]]]:
-        """Split raw ``text`` into sentences and tokens (:mod:`egnlp.tagger.text`) and tag each sentence."""
-        from egnlp.tagger.text import sentences_and_tokens  # NLTK's tokenizers: imported when text comes
-
-        tokens_list = sentences_and_tokens(text)
+    def tag_sentences(self, text: str, *, pos_tagger: "Tagger | None" = None,
+                      language: str = "english") -> list[list[tuple[str, str]]]:
+        """Split raw ``text`` into sentences and tokens (:mod:`egnlp.tagger.text`; ``language``: a Punkt
+        language name or code) and tag each sentence."""
+        tokens_list = self._text_tokens(text, language)
         labels = self.predict(tokens_list, pos_tagger=pos_tagger)
         return [list(zip(toks, labs)) for toks, labs in zip(tokens_list, labels)]
 
+    def _text_tokens(self, text: str, language: str) -> list[list[str]]:
+        """The sentences and tokens of raw text, knowing the abbreviations of the training vocabulary."""
+        from egnlp.tagger.text import sentences_and_tokens, vocabulary_abbreviations  # NLTK: only when text comes
+
+        return sentences_and_tokens(text, language, vocabulary_abbreviations(self.vocabulary))
+
     # -- NLTK's TaggerI: tag, tag_sents (accuracy, confusion, evaluate_per_tag come with TaggerI) --------
 
-    def tag(self, tokens: "str | Sequence[Any]", *, pos_tagger: "Tagger | None" = None) -> list[tuple[Any, str]]:
+    def tag(self, tokens: "str | Sequence[Any]", *, pos_tagger: "Tagger | None" = None,
+            language: str = "english") -> list[tuple[Any, str]]:
         """(token, tag) pairs of one sentence, as NLTK's :meth:`nltk.tag.api.TaggerI.tag`.
 
         ``tokens`` is a list of word strings, or raw text (a ``str``), which is
         split into sentences and tokenised (:mod:`egnlp.tagger.text`), all its
-        sentences tagged and concatenated in order.  A chunker reads POS tags:
+        sentences tagged and concatenated in order (``language``: a Punkt
+        language name or code, for the sentences and tokens).  A chunker reads POS tags:
         give it ``(word, POS)`` pairs, which come back as ``((word, POS),
         chunk)`` (NLTK's convention for chunk taggers), or words with
         ``pos_tagger``.
@@ -194,17 +202,15 @@ class Tagger(NLTKBase):
             ValueError: tokens that are not strings (or, for a chunker,
                 ``(word, POS)`` pairs), naming the first one.
         """
-        return self.tag_sents([tokens], pos_tagger=pos_tagger)[0]
+        return self.tag_sents([tokens], pos_tagger=pos_tagger, language=language)[0]
 
-    def tag_sents(self, sentences: "Iterable[str | Sequence[Any]]", *,
-                  pos_tagger: "Tagger | None" = None) -> list[list[tuple[Any, str]]]:
+    def tag_sents(self, sentences: "Iterable[str | Sequence[Any]]", *, pos_tagger: "Tagger | None" = None,
+                  language: str = "english") -> list[list[tuple[Any, str]]]:
         """:meth:`tag` of every sentence (any iterable of token lists or strings), in one batch."""
         items: list[list[list[Any]]] = []  # per sentence: its pieces (text gives one per sentence it holds)
         for number, sentence in enumerate(sentences, start=1):
             if isinstance(sentence, str):
-                from egnlp.tagger.text import sentences_and_tokens
-
-                items.append(sentences_and_tokens(sentence))
+                items.append(self._text_tokens(sentence, language))
             elif isinstance(sentence, Iterable) and not isinstance(sentence, (bytes, Mapping)):
                 items.append([list(sentence)])
             else:

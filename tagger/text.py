@@ -6,7 +6,8 @@ parameters are the pretrained Punkt model of the language when NLTK's data
 path has it (``tokenizers/punkt_tab/LANGUAGE``, installed by
 ``python -m nltk.downloader punkt_tab``); otherwise Punkt runs with the
 built-in abbreviations and frequent sentence starters of the language
-(English and Portuguese; none for the other Punkt languages). Callers add
+(English and Portuguese; none for the other Punkt languages), and an
+:class:`~egnlp.base.errors.EgnlpWarning` says so once per language. Callers add
 abbreviations of their own: :func:`vocabulary_abbreviations` takes them from
 the word forms of a tagged corpus (a treebank keeps "Sr." or "U.S." whole
 inside a sentence, and splits off a sentence-final period). A known
@@ -35,6 +36,7 @@ CoNLL file cannot hold raises ValueError.
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
@@ -47,6 +49,7 @@ try:  # NLTK 3.8.2 and later read the pickle-free Punkt models (punkt_tab)
 except ImportError:  # pragma: no cover - older NLTK: the built-in parameters below
     PunktTokenizer = None
 
+from egnlp.base.errors import EgnlpWarning, SettingsError
 from egnlp.base.files import FORBIDDEN_CHARACTERS
 from egnlp.corpora.sentence import MAX_WORDS
 
@@ -135,12 +138,12 @@ def language_name(language: str) -> str:
     """The Punkt name of ``language`` (a Punkt name such as ``portuguese`` or its code ``pt``).
 
     Raises:
-        ValueError: a language Punkt has no model for, listing those it has.
+        SettingsError: a language Punkt has no model for, listing those it has.
     """
     name = str(language).strip().lower()
     name = LANGUAGES.get(name, name)
     if name not in LANGUAGES.values():
-        raise ValueError(f"unknown language {str(language)[:40]!r}; Punkt languages: "
+        raise SettingsError(f"unknown language {str(language)[:40]!r}; Punkt languages: "
                          + ", ".join(f"{n} ({c})" for c, n in sorted(LANGUAGES.items(), key=lambda kv: kv[1])))
     return name
 
@@ -171,6 +174,10 @@ def _splitter(name: str, extra: frozenset[str]) -> PunktSentenceTokenizer:
             raise LookupError(name)
         splitter: PunktSentenceTokenizer = PunktTokenizer(name)  # the pretrained model, when installed
     except (LookupError, OSError, ValueError):
+        rules = "built-in" if name in _ABBREVIATIONS else "no"
+        warnings.warn(EgnlpWarning(f"NLTK's Punkt model for {name} is not on NLTK's data path: sentences are split "
+                                   f"by Punkt with {rules} {name} abbreviations (install the model with: python -m "
+                                   "nltk.downloader punkt_tab)"), stacklevel=4)
         params = PunktParameters()
         params.abbrev_types = set(_ABBREVIATIONS.get(name, "").split())
         params.sent_starters = set(_SENTENCE_STARTERS.get(name, "").split())

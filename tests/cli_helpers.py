@@ -42,13 +42,13 @@ def ok_output(outcome: tuple[Result, Path]) -> Path:
     return path
 
 
-def error_line(result: Result) -> str:
+def error_line(result: Result, status: int = 1) -> str:
     """The one ``error: ...`` line of a command that failed on bad user input.
 
-    Asserts exit status 1 from the CLI's own error path (not a crash), no
-    traceback, nothing on stdout and exactly one line on stderr.
+    Asserts the exit ``status`` (1: the input; 2: the command line) from the CLI's own error path (not a
+    crash), no traceback, nothing on stdout and exactly one line on stderr.
     """
-    assert result.exit_code == 1, describe(result)
+    assert result.exit_code == status, describe(result)
     assert isinstance(result.exception, SystemExit), describe(result)
     assert "Traceback" not in result.output
     assert result.stdout == ""
@@ -59,14 +59,9 @@ def error_line(result: Result) -> str:
 
 
 def usage_line(result: Result) -> str:
-    """The one ``error: ...`` line of a command the command line itself refused (an invalid choice,
-    a missing option): exit status 2, no traceback, nothing on stdout, one line on stderr naming the
+    """The one ``error: ...`` line of a command the command line itself refused (an invalid choice, a
+    missing option, settings that do not go together): exit status 2, one line on stderr naming the
     command's ``--help``."""
-    assert result.exit_code == 2, describe(result)
-    assert isinstance(result.exception, SystemExit), describe(result)
-    assert "Traceback" not in result.output
-    assert result.stdout == ""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, describe(result)
-    assert lines[0].startswith("error: ") and lines[0].endswith(" --help')"), describe(result)
-    return lines[0]
+    line = error_line(result, 2)
+    assert line.endswith(" --help')"), describe(result)
+    return line

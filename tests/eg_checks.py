@@ -11,7 +11,7 @@ KEEP_ALL = 256 << 20
 
 
 def dual_from_scratch(problem, run) -> float:
-    """The dual of an ``_EGRun`` recomputed from its theta alone: the marginals of every example,
+    """The dual of an ``EGRun`` recomputed from its theta alone: the marginals of every example,
     W rebuilt from them (checked against the run's W, which is kept exactly in step), and
     Q_LL = sum_i [mu_i . theta_i - log Z_i] + ||W||^2 / (2C) or Q_MM = -sum_i mu_i . e_i + ||W||^2 / (2C)."""
     pf = problem.features

@@ -17,7 +17,7 @@ from egnlp.parser.parser_model import FORMAT_VERSION, MODEL_KIND, Parser
 from egnlp.training.structured_problem import log_linear_gradient, log_linear_primal
 from egnlp.training.registry import get_trainer, make_config
 
-from cli_helpers import assert_ok, error_line, run
+from cli_helpers import assert_ok, run, usage_line
 
 
 def check_feature_set(problem, rng: np.random.Generator, sentence_check=None) -> None:
@@ -129,7 +129,7 @@ def check_cli_model(tmp_path: Path, train_sentences, flag: str, passes: int) -> 
     info = json.loads(result.stdout)
     text = run("model", "info", model)
     assert_ok(text)
-    line = error_line(run("parser", "train", "--train", train, flag, "--tree", "non-projective",
+    line = usage_line(run("parser", "train", "--train", train, flag, "--tree", "non-projective",
                           "-o", tmp_path / "x.npz"))
     assert f"{flag} predicts projective trees only" in line
     assert not (tmp_path / "x.npz").exists()

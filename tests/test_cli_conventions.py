@@ -19,7 +19,6 @@ the project's NLTK data folder.
 from __future__ import annotations
 
 import gc
-import inspect
 import json
 import os
 import pty
@@ -38,11 +37,11 @@ import typer
 
 from cli_helpers import assert_ok, error_line, run, usage_line
 from text_blocks import blocks
-from egnlp import console
+from egnlp import startup
 from egnlp.cli import app
 from egnlp.corpora import detect_format, load_dataset, parse_conll, parse_corpus, read_conll, read_corpus, write_conll
 from egnlp.corpora.sentence import LEMMA
-from egnlp.parser.attachment_scores import attachment_scores
+from egnlp.parser.attachment import attachment_scores
 from egnlp.parser.parser_model import Parser
 from egnlp.tagger import Tagger
 
@@ -168,59 +167,67 @@ def test_help_shows_every_default_choice_and_whole_help_text(path: tuple[str, ..
         assert flat(expected) in shown, f"{path} {param.name}: {expected} not in\n{result.stdout}"
 
 
-def test_help_defaults_are_the_code_defaults() -> None:
-    from egnlp.parser_training import (DEFAULT_PARSER_C, DEFAULT_PARSER_SETTINGS, DEFAULT_PARSER_TRAINER, DEFAULT_PATIENCE,
-                           FIRST_ORDER_SETTINGS, parser_settings)
-    from egnlp.distributed import DASK_TRAINERS
-    from egnlp.tagger_training import DEFAULT_C, DEFAULT_SIGMA2, MAXENT_DEFAULTS, train_maxent_tagger
-    from egnlp.training.eg import EGConfig
+def choices(settings: type, name: str) -> tuple[str, ...]:
+    """The choices of a settings field, as its option offers them."""
+    return settings.__dataclass_fields__[name].metadata["choices"]
 
-    assert console.PARSER_TRAINER == DEFAULT_PARSER_TRAINER and console.PARSER_C == DEFAULT_PARSER_C
-    assert console.PARSER_PASSES == FIRST_ORDER_SETTINGS[DEFAULT_PARSER_TRAINER]["max_passes"]
-    assert console.PARSER_PASSES_HIGHER == DEFAULT_PARSER_SETTINGS[DEFAULT_PARSER_TRAINER]["max_passes"]
-    # a first-order model takes its own pass limit, a higher-order one the trainer's, the caller's over both
-    assert parser_settings(DEFAULT_PARSER_TRAINER, {})["max_passes"] == console.PARSER_PASSES
-    assert parser_settings(DEFAULT_PARSER_TRAINER, {}, first_order=False)["max_passes"] == console.PARSER_PASSES_HIGHER
-    assert parser_settings(DEFAULT_PARSER_TRAINER, {"max_passes": 3})["max_passes"] == 3
-    assert console.PARSER_PATIENCE == DEFAULT_PATIENCE and console.DASK_TRAINER == DASK_TRAINERS[0]
-    assert (console.EG_PASSES, console.EG_TOL) == (EGConfig.max_passes, EGConfig.tol)
-    assert console.CRF_C == DEFAULT_C and console.MAXENT_SIGMA2 == DEFAULT_SIGMA2
-    assert console.MAXENT_BEAM == inspect.signature(train_maxent_tagger).parameters["beam"].default
-    assert {"max_passes": console.MAXENT_PASSES, "tol": console.MAXENT_TOL} == MAXENT_DEFAULTS
+
+def test_help_shows_the_settings_defaults() -> None:
+    """The shown defaults are made from the settings' constants, and the settings resolve to them."""
+    from egnlp.settings import (FIRST_ORDER_PASSES, HIGHER_ORDER_PASSES, PARSER_C, PARSER_TRAINER, ParserSettings,
+                                TaggerSettings)
+    from egnlp.training.configs import EGConfig
+
     shown = flat(run("parser", "train", "--help").stdout)
-    assert flat(f"[default: ({DEFAULT_PARSER_C['mm']:g} for max-margin trainers, {DEFAULT_PARSER_C['ll']:g}") in shown
-    assert flat(f"Pass limit. [default: ({console.PARSER_PASSES} for {DEFAULT_PARSER_TRAINER} "
-                f"({console.PARSER_PASSES_HIGHER} with --siblings or --grandparents), "
-                f"{EGConfig.max_passes} for EG") in shown
+    assert flat(f"[default: ({PARSER_C['mm']:g} for max-margin trainers, {PARSER_C['ll']:g}") in shown
+    assert flat(f"Pass limit. [default: ({FIRST_ORDER_PASSES} for {PARSER_TRAINER} ({HIGHER_ORDER_PASSES} with "
+                f"--siblings or --grandparents), {EGConfig.max_passes} for EG") in shown
+    # a first-order model takes its own pass limit, a higher-order one the trainer's, the caller's over both
+    assert ParserSettings().trainer_configs()[0].max_passes == FIRST_ORDER_PASSES
+    assert ParserSettings(siblings=True).trainer_configs()[0].max_passes == HIGHER_ORDER_PASSES
+    assert ParserSettings(max_passes=3).trainer_configs()[0].max_passes == 3
+    assert ParserSettings(trainer="eg-mm").trainer_configs()[0].C == PARSER_C["mm"]
+    assert ParserSettings(trainer="eg-ll").trainer_configs()[0].max_passes == EGConfig.max_passes
+    assert TaggerSettings(model="maxent").trainer_config().C == pytest.approx(0.1)
 
 
 def test_choices_are_the_registry_names() -> None:
+    from egnlp.settings import ParserSettings, TaggerSettings
+    from egnlp.training.configs import ORDERS
     from egnlp.training.registry import MAXENT, trainer_names
 
-    assert list(console.STRUCTURED_TRAINERS) == trainer_names() == [t.value for t in console.TrainerName]
-    assert list(console.MAXENT_TRAINERS) == trainer_names(MAXENT)
-    assert {t.value for t in console.TaggerTrainerName} == set(trainer_names()) | set(trainer_names(MAXENT))
-    from egnlp.training.eg import ORDERS
-
-    assert tuple(o.value for o in console.Order) == ORDERS
+    assert list(choices(ParserSettings, "trainer")) == trainer_names()
+    assert set(choices(TaggerSettings, "trainer")) == set(trainer_names()) | set(trainer_names(MAXENT))
+    assert choices(ParserSettings, "order") == ORDERS
 
 
-INVALID_CHOICES = [
-    (("parser", "train", "-o", "m.npz", "--trainer", "svm"), "--trainer", "svm", console.TrainerName),
-    (("parser", "train", "-o", "m.npz", "--order", "zigzag"), "--order", "zigzag", console.Order),
-    (("parser", "train", "-o", "m.npz", "--root", "both"), "--root", "both", None),
-    (("parser", "train", "-o", "m.npz", "--pos", "lemma"), "--pos", "lemma", None),
-    (("parser", "train", "-o", "m.npz", "--features", "bloom"), "--features", "bloom", None),
-    (("parser", "parse", "m.npz", "-", "--format", "xml"), "--format", "xml", console.TreeFormat),
-    (("tagger", "train", "-o", "m.npz", "--model", "hmm"), "--model", "hmm", console.ModelKind),
-    (("tagger", "train", "-o", "m.npz", "--column", "lemma"), "--column", "lemma", console.Column),
-    (("tagger", "train", "-o", "m.npz", "--trainer", "perceptron"), "--trainer", "perceptron",
-     console.TaggerTrainerName),
-    (("tagger", "tag", "m.npz", "--format", "xml"), "--format", "xml", console.InputFormat),
-    (("tagger", "tag", "m.npz", "--to", "html"), "--to", "html", console.OutputFormat),
-    (("tagger", "evaluate", "a", "b", "--format", "brown"), "--format", "brown", console.TaggedFormat),
-    (("data", "export", "es", "validation"), "SPLIT", "validation", console.Split),
-]
+def _invalid_choices():
+    from egnlp.cli.common import InputFormat, OutputFormat, Split, TaggedFormat, TreeFormat
+    from egnlp.settings import ParserSettings, TaggerSettings
+
+    def values(enum) -> tuple[str, ...]:
+        return tuple(c.value for c in enum)
+
+    return [
+        (("parser", "train", "-o", "m.npz", "--trainer", "svm"), "--trainer", "svm", choices(ParserSettings, "trainer")),
+        (("parser", "train", "-o", "m.npz", "--order", "zigzag"), "--order", "zigzag", choices(ParserSettings, "order")),
+        (("parser", "train", "-o", "m.npz", "--root", "both"), "--root", "both", None),
+        (("parser", "train", "-o", "m.npz", "--pos", "lemma"), "--pos", "lemma", None),
+        (("parser", "train", "-o", "m.npz", "--features", "bloom"), "--features", "bloom", None),
+        (("parser", "parse", "m.npz", "-", "--format", "xml"), "--format", "xml", values(TreeFormat)),
+        (("tagger", "train", "-o", "m.npz", "--model", "hmm"), "--model", "hmm", choices(TaggerSettings, "model")),
+        (("tagger", "train", "-o", "m.npz", "--column", "lemma"), "--column", "lemma",
+         choices(TaggerSettings, "column")),
+        (("tagger", "train", "-o", "m.npz", "--trainer", "perceptron"), "--trainer", "perceptron",
+         choices(TaggerSettings, "trainer")),
+        (("tagger", "tag", "m.npz", "--format", "xml"), "--format", "xml", values(InputFormat)),
+        (("tagger", "tag", "m.npz", "--to", "html"), "--to", "html", values(OutputFormat)),
+        (("tagger", "evaluate", "a", "b", "--format", "brown"), "--format", "brown", values(TaggedFormat)),
+        (("data", "export", "es", "validation"), "SPLIT", "validation", values(Split)),
+    ]
+
+
+INVALID_CHOICES = _invalid_choices()
 
 
 @pytest.mark.parametrize(("args", "option", "value", "choices"), INVALID_CHOICES,
@@ -229,7 +236,7 @@ def test_an_invalid_choice_is_one_line(args: tuple[str, ...], option: str, value
     line = usage_line(run(*args))
     assert f"{option}: invalid choice '{value}' (choose from " in line
     if choices is not None:
-        assert f"(choose from {', '.join(c.value for c in choices)})" in line
+        assert f"(choose from {', '.join(choices)})" in line
     assert f" {' '.join(args[:2])} --help'" in line
 
 
@@ -259,7 +266,7 @@ def test_parse_and_evaluate_read_stdin_and_write_stdout(parser_file: Path, files
     assert json.loads(from_stdin.stdout)["uas"] == attachment_scores(read_conll(gold), read_conll(pred))["uas"]
     gold_from_stdin = run("parser", "evaluate", "-", pred, "--json", input=gold.read_text(encoding="utf-8"))
     assert json.loads(gold_from_stdin.stdout) == json.loads(from_file.stdout)
-    assert "only one of GOLD and PRED" in error_line(run("parser", "evaluate", "-", "-", input=""))
+    assert "only one of GOLD and PRED" in usage_line(run("parser", "evaluate", "-", "-", input=""))
 
 
 def test_tag_evaluate_export_and_parse_text_use_stdin_and_stdout(tagger_file: Path, parser_file: Path,
@@ -295,10 +302,10 @@ def test_a_training_file_from_stdin(files: dict[str, Path]) -> None:
 
 
 def test_a_model_file_is_named_not_piped(files: dict[str, Path], tagger_file: Path) -> None:
-    assert "a model file is written and read by name" in error_line(
+    assert "a model file is written and read by name" in usage_line(
         run("tagger", "train", "--train", files["c2k-train"], "--out", "-"))
-    assert "a model file is written and read by name" in error_line(run("parser", "parse", "-", files["es-test"]))
-    assert "a model file is written and read by name" in error_line(run("model", "info", "-"))
+    assert "a model file is written and read by name" in usage_line(run("parser", "parse", "-", files["es-test"]))
+    assert "a model file is written and read by name" in usage_line(run("model", "info", "-"))
 
 
 # --- formats -------------------------------------------------------------------------------------
@@ -427,9 +434,9 @@ def test_tagger_train_takes_order_and_anneal_where_the_trainer_has_them(files: d
     assert_ok(run("tagger", "train", "--train", files["c2k-train"], "--out", out, "--passes", 1, "--trainer", "bcfw",
                   "--order", "gap", "-q"))
     assert Tagger.load(out).info["config"]["order"] == "gap"
-    assert "trainer 'cd' has no setting --order" in error_line(
+    assert "trainer 'cd' has no setting --order" in usage_line(
         run("tagger", "train", "--train", files["c2k-train"], "--out", out, "--model", "maxent", "--order", "cyclic"))
-    assert "trainer 'bcfw' has no setting --anneal" in error_line(
+    assert "trainer 'bcfw' has no setting --anneal" in usage_line(
         run("tagger", "train", "--train", files["c2k-train"], "--out", out, "--trainer", "bcfw", "--no-anneal"))
 
 
@@ -514,7 +521,7 @@ def test_ctrl_c_with_save_on_interrupt_writes_the_best_model(files: dict[str, Pa
 
 
 def test_save_on_interrupt_does_not_go_with_a_c_path(files: dict[str, Path]) -> None:
-    assert "does not go with --C-path" in error_line(
+    assert "does not go with --C-path" in usage_line(
         run("parser", "train", "--train", files["es-train"], "--dev", files["es-dev"], "--out",
             files["folder"] / "p.npz", "--C-path", "10:0.5:2", "--save-on-interrupt"))
 
@@ -595,16 +602,16 @@ def test_python_dash_m_egnlp_is_the_program() -> None:
 
 def test_start_up_pauses_and_freezes_only_in_the_program(monkeypatch) -> None:
     frozen = gc.get_freeze_count()
-    with console.start_up():  # a Python caller's process (here pytest's): its collector is left alone
+    with startup.start_up():  # a Python caller's process (here pytest's): its collector is left alone
         assert gc.isenabled()
     assert gc.get_freeze_count() == frozen
-    monkeypatch.setitem(console._PROGRAM, "owns_process", True)
+    monkeypatch.setitem(startup._PROGRAM, "owns_process", True)
     try:
-        with console.start_up():
+        with startup.start_up():
             assert not gc.isenabled()
             loaded = [[i] for i in range(5000)]  # tracked objects, as imports and a model make
         assert gc.isenabled() and gc.get_freeze_count() >= frozen + len(loaded)
-        with pytest.raises(RuntimeError), console.start_up():
+        with pytest.raises(RuntimeError), startup.start_up():
             raise RuntimeError("a failed load")
         assert gc.isenabled()
     finally:
@@ -618,7 +625,7 @@ def test_parse_and_tag_load_with_the_collector_paused(monkeypatch, parser_file: 
     gold = files["es-test"]
     before = run("parser", "parse", parser_file, gold, "-o", "-", "-q")
     tagged_before = run("tagger", "tag", tagger_file, files["c2k-test"], "-o", "-", "-q")
-    monkeypatch.setitem(console._PROGRAM, "owns_process", True)
+    monkeypatch.setitem(startup._PROGRAM, "owns_process", True)
     paused, disable = [], gc.disable
     monkeypatch.setattr(gc, "disable", lambda: (paused.append(True), disable())[-1])
     try:
@@ -646,8 +653,8 @@ def test_help_and_data_list_load_no_numba_scipy_or_nltk(args: list[str]) -> None
 
 def test_parse_in_the_program_loads_no_scipy_nor_numba_compiler_and_both_still_work(
         parser_file: Path, files: dict[str, Path]) -> None:
-    """The egnlp program's parse skips Numba's BLAS probe (egnlp.console._numba_without_blas_probe) and the
-    refresh of its compiler before cached kernels load (egnlp.console._cached_kernels_without_refresh): the
+    """The egnlp program's parse skips Numba's BLAS probe (egnlp.startup._numba_without_blas_probe) and the
+    refresh of its compiler before cached kernels load (egnlp.startup._cached_kernels_without_refresh): the
     same output as in a Python caller's process, neither SciPy's linalg nor the implementations Numba's
     compiler registers (typed dictionaries, polynomials) loaded by it, and both working afterwards: SciPy
     imports, and a kernel that is not in any cache compiles and runs."""

@@ -160,7 +160,7 @@ def test_gold_loss_and_argmax(chunking):
 
 def test_gold_and_loss_are_compact_and_trainers_start_in_float64(chunking):
     """uint8 gold and loss save memory; -10 * loss must not wrap around in uint8."""
-    from egnlp.training.eg import EGConfig, _EGRun
+    from egnlp.training.eg import EGConfig, EGRun
 
     f, problem, _ = chunking
     assert problem.gold.dtype == np.uint8 and problem.loss.dtype == np.uint8
@@ -173,7 +173,7 @@ def test_gold_and_loss_are_compact_and_trainers_start_in_float64(chunking):
     pf = long.features
     ab = pairs.index([a, a])
     assert long.gold[300 * pf.n_labels + ab] == 299 and long.gold.sum() == 300 + 299 + 2
-    run = _EGRun(problem, EGConfig(), "ll")
+    run = EGRun(problem, EGConfig(), "ll")
     assert run.theta.dtype == np.float64
     np.testing.assert_array_equal(run.theta, -10.0 * problem.loss.astype(np.float64))
 

@@ -9,7 +9,8 @@ import pytest
 
 distributed = pytest.importorskip("distributed", reason="the optional extra dask is not installed")
 
-from cli_helpers import assert_ok, error_line, run  # noqa: E402
+from cli_helpers import assert_ok, error_line, run, usage_line  # noqa: E402
+from egnlp.base.errors import EgnlpError  # noqa: E402
 
 from egnlp.parser_training import build_parsing_problem, train_parser  # noqa: E402
 from egnlp.corpora import format_conll, load_dataset  # noqa: E402
@@ -79,7 +80,7 @@ def test_cli_parse_at_address_equals_local(client, es, small_parser, tmp_path):
 
 
 def test_unreachable_scheduler_and_missing_extra_are_one_line_errors(small_parser, tmp_path, monkeypatch):
-    with pytest.raises(ValueError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
+    with pytest.raises(EgnlpError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
         with dask_client("tcp://127.0.0.1:9", timeout=1.0):
             pass
     model, data = tmp_path / "p.npz", tmp_path / "in.conllu"
@@ -158,7 +159,7 @@ def test_cli_train_on_the_cluster(client, short_train, tmp_path):
     assert parser.info["distributed"] == {"engine": "dask", "method": "cocoa+", "shards": 2, "sigma": 2}
     assert '"converged"' in result.stdout
     assert parser.final_on_root is True  # es sentences hang their final punctuation on the root's child
-    assert "--workers goes with --dask" in error_line(run("parser", "train", "--train", data, "-o", model,
+    assert "--workers goes with --dask" in usage_line(run("parser", "train", "--train", data, "-o", model,
                                                           "--workers", "2"))
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from egnlp.corpora import CorpusError, Sentence, parse_conll, read_conll, write_conll
-from egnlp.parser.attachment_scores import attachment_scores, is_punct
+from egnlp.parser.attachment import attachment_scores, is_punct
 
 
 def sentence(forms: list[str], heads: list[int], deprels: list[str], source: str = "gold.conll") -> Sentence:

@@ -14,10 +14,11 @@ import json
 import numpy as np
 import pytest
 
-from cli_helpers import assert_ok, error_line, run
+from cli_helpers import assert_ok, run, usage_line
 from tree_space_checks import projective_trees
 
 from egnlp.parser_training import choose_final_on_root, train_parser
+from egnlp.settings import ParserSettings
 from egnlp.corpora import load_dataset, read_conll, write_conll
 from egnlp.base.files import read_npz, write_npz_atomic
 from egnlp.corpora.sentence import is_projective
@@ -99,8 +100,11 @@ def test_the_convention_in_real_treebanks():
     assert choose_final_on_root(None, es, "multi", False) is False
     assert choose_final_on_root(None, eu, "single", False) is False
     assert choose_final_on_root(False, es, "single", False) is False
+    assert choose_final_on_root(True, es, "single", False) is True
+    with pytest.raises(ValueError, match="first-order, single-root"):  # the settings' rule
+        ParserSettings(final_on_root=True, root="multi")
     with pytest.raises(ValueError, match="first-order, single-root"):
-        choose_final_on_root(True, es, "multi", False)
+        ParserSettings(final_on_root=True, siblings=True)
 
 
 @pytest.fixture(scope="module")
@@ -154,5 +158,5 @@ def test_cli_records_and_shows_the_choice(tmp_path):
     write_conll(test, load_dataset("es", "test")[:20])
     assert_ok(run("parser", "parse", model, test, "-o", tmp_path / "out.conll", "-q"))
     assert len(read_conll(tmp_path / "out.conll")) == 20
-    message = error_line(run("parser", "train", "--train", train, "--final-punct", "--siblings", "-o", model))
+    message = usage_line(run("parser", "train", "--train", train, "--final-punct", "--siblings", "-o", model))
     assert "first-order, single-root" in message

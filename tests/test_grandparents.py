@@ -149,7 +149,7 @@ def test_third_order_parser_saves_loads_and_parses_the_same(es_train, tmp_path):
                                    + parser.grand.n_features)
     check_saved_parser(parser, dev, tmp_path, "grand_keys", "grand_templates",
                        "grandparent templates 'older'.*retrain the model")
-    with pytest.raises(ValueError, match="third-order parsing predicts projective trees only"):
+    with pytest.raises(ValueError, match="--grandparents predicts projective trees only"):
         train_parser(es_train[:20], root="single", grandparents=True, tree="non-projective")
 
 

@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from egnlp.parser_training import train_parser, train_parser_path
+from egnlp.parser_training import train_parser
 from egnlp.corpora import load_dataset
 from egnlp.tagger_training import train_crf_tagger, train_maxent_tagger
 from egnlp.training.registry import MAXENT, TRAINERS, check_settings, get_trainer, make_config
@@ -67,15 +67,14 @@ def test_every_trainers_defaults_pass_the_check(trainer) -> None:
 def test_the_training_functions_check_their_settings(wsj: list) -> None:
     calls = [
         (lambda: train_parser(wsj, passes=2), "trainer 'bcfw' has no setting passes \\(did you mean max_passes\\?\\)"),
-        (lambda: train_parser(wsj, **{"C": "big"}), "setting C of trainer 'bcfw' must be a number"),
-        (lambda: train_parser(wsj, trainer="lbfgs", order="cyclic"), "trainer 'lbfgs' has no setting order"),
-        (lambda: train_parser_path(wsj, wsj, [10.0, 1.0], passes=2), "trainer 'bcfw' has no setting passes"),
-        (lambda: train_parser_path(wsj, wsj, [10.0, 1.0], C=3.0), "takes its C values from Cs, not from C="),
+        (lambda: train_parser(wsj, **{"C": "big"}), "--C must be a number or None, not 'big'"),
+        (lambda: train_parser(wsj, trainer="lbfgs", order="cyclic"), "trainer 'lbfgs' has no setting --order"),
+        (lambda: train_parser(wsj, wsj, C_path="10:0.1:2", passes=2), "trainer 'bcfw' has no setting passes"),
+        (lambda: train_parser(wsj, wsj, C_path="10:0.1:2", C=3.0), "give --C or --C-path, not both"),
         (lambda: train_crf_tagger([["a"]], [["N"]], passes=2), "trainer 'eg-ll' has no setting passes"),
         (lambda: train_maxent_tagger([["a"]], [["N"]], max_pases=2), "trainer 'cd' has no setting max_pases "
                                                                       "\\(did you mean max_passes\\?\\)"),
-        (lambda: train_maxent_tagger([["a"]], [["N"]], max_passes="2"), "setting max_passes of trainer 'cd' must "
-                                                                         "be an integer"),
+        (lambda: train_maxent_tagger([["a"]], [["N"]], max_passes="2"), "--passes must be an integer"),
     ]
     for call, message in calls:
         with pytest.raises(ValueError, match=message):

@@ -20,7 +20,7 @@ from egnlp.parser.parsing_problem import sibling_loss
 
 from parser_file_checks import (check_cli_model, check_eg_reaches_lbfgs, check_feature_set,
                                 check_max_margin_trainers_agree, check_saved_parser)
-from cli_helpers import error_line, run, usage_line
+from cli_helpers import run, usage_line
 
 
 @pytest.fixture(scope="module")
@@ -194,6 +194,6 @@ def test_cli_trains_and_parses_with_siblings(tmp_path, es_train):
     assert "arcs and siblings (second order)" in text
     train = tmp_path / "train.conll"
     assert "--cache-mb" in usage_line(run("parser", "train", "--train", train, "--cache-mb", "-1", "-o", tmp_path / "x.npz"))
-    assert "--cache-mb goes with training on one machine" in error_line(
+    assert "--cache-mb goes with training on one machine" in usage_line(
         run("parser", "train", "--train", train, "--cache-mb", "10", "--dask", "local", "-o", tmp_path / "x.npz"))
     assert not (tmp_path / "x.npz").exists()

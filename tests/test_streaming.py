@@ -15,7 +15,7 @@ import pytest
 import egnlp.inputs as inputs
 from egnlp.parser_training import train_parser
 from egnlp.corpora import CorpusError, load_dataset
-from egnlp.console import DecodingProgress
+from egnlp.cli.progress import DecodingProgress
 from egnlp.corpora.formats import parse_as
 from egnlp.inputs import read_sentences, text_pieces
 from tests.cli_helpers import assert_ok, error_line, run

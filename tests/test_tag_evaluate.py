@@ -1,4 +1,4 @@
-"""Tag and chunk scores (tagger/tag_scores.py): hand-computed examples and a port of conlleval's counting."""
+"""Tag and chunk scores (tagger/accuracy.py): hand-computed examples and a port of conlleval's counting."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 import pytest
 
 from egnlp.corpora import CorpusError, Sentence
-from egnlp.tagger.tag_scores import chunks, is_iob, tag_scores
+from egnlp.tagger.accuracy import chunks, is_iob, tag_scores
 
 
 def sentence(forms, pos, chunk_tags=None, source="<string>", line=1) -> Sentence:

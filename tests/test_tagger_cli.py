@@ -7,7 +7,7 @@ module.  Set NLTK_DATA to the project's NLTK data folder.
 
 The commands are run through the main app (``egnlp.cli.app``) once it mounts
 the tagger commands; until then through an app built here from
-``egnlp.tagger_cli`` the same way.
+``egnlp.cli.tagger`` the same way.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from egnlp.parser_training import train_parser
 from egnlp.pipeline import parse_text, to_conllu
 from cli_helpers import assert_ok, error_line, ok_output, run, usage_line
 from egnlp.tagger import Tagger
-from egnlp.tagger.tag_scores import tag_scores
+from egnlp.tagger.accuracy import tag_scores
 from egnlp.tagger.text import sentences_and_tokens, split_sentences
 
 N_TRAIN, N_TEST, N_CHUNK_TRAIN = 150, 60, 100
@@ -270,15 +270,15 @@ def test_train_errors(files: dict[str, Path], tmp_path: Path, parser_model: Path
         run("tagger", "train", "--data", "no-such-set", "--out", out))
     assert "either --data" in error_line(run("tagger", "train", "--out", out))
     assert "no such file" in error_line(run("tagger", "train", "--train", tmp_path / "missing.conll", "--out", out))
-    assert "unknown trainer 'cd'" in error_line(run("tagger", "train", "--train", files["pos-train"], "--out", out,
+    assert "unknown trainer 'cd'" in usage_line(run("tagger", "train", "--train", files["pos-train"], "--out", out,
                                                     "--trainer", "cd"))
-    assert "'eg-ll' trains crf taggers (--model crf); maxent trainers: cd, gis, scgis, lbfgs" in error_line(
+    assert "'eg-ll' trains crf taggers (--model crf); maxent trainers: cd, gis, scgis, lbfgs" in usage_line(
         run("tagger", "train", "--train", files["pos-train"], "--out", out, "--model", "maxent", "--trainer", "eg-ll"))
     assert "--model: invalid choice 'hmm' (choose from crf, maxent)" in usage_line(
         run("tagger", "train", "--train", files["pos-train"], "--out", out, "--model", "hmm"))
     assert "no chunk column" in error_line(
         run("tagger", "train", "--train", files["ptb-train"], "--out", out, "--column", "chunk"))
-    assert "no setting --seed" in error_line(
+    assert "no setting --seed" in usage_line(
         run("tagger", "train", "--train", files["pos-train"], "--out", out, "--trainer", "lbfgs", "--seed", 1))
     bad = tmp_path / "bad.conll"
     bad.write_text("1\tThe\t_\tDT\tDT\t_\n\n", encoding="utf-8")

@@ -13,11 +13,12 @@ from scipy.optimize import minimize
 from egnlp.corpora import load_dataset
 from egnlp.parser_training import build_parsing_problem
 from egnlp.parser.parsing_problem import ParsingProblem
-from egnlp.training.eg import EGConfig, _EGRun
+from egnlp.training.eg import EGConfig, EGRun
 from egnlp.training.max_margin import simplex_qp
-from egnlp.training.path import parse_c_path, regularization_path
+from egnlp.settings import parse_c_path
+from egnlp.training.path import regularization_path
 from egnlp.training.structured_problem import log_linear_gradient, log_linear_primal, loss_augmented_examples, max_margin_primal
-from egnlp.training.registry import TRAINERS, get_trainer, make_config, trainer_names
+from egnlp.training.registry import TRAINERS, get_trainer, make_config, path_configs, trainer_names
 
 from eg_checks import KEEP_ALL, accepted_steps_decrease_the_dual
 
@@ -131,7 +132,7 @@ def test_weak_duality_at_every_record_and_eg_duals_never_increase(mm_runs):
 
 
 def test_every_accepted_max_margin_step_decreases_the_dual_recomputed_from_scratch(mm_problem):
-    run = _EGRun(mm_problem, EGConfig(C=MM_C, anneal=False), "mm")
+    run = EGRun(mm_problem, EGConfig(C=MM_C, anneal=False), "mm")
     examples = np.random.default_rng(3).integers(0, mm_problem.features.n_examples, size=30)
     assert accepted_steps_decrease_the_dual(mm_problem, run, examples) > 15
 
@@ -181,7 +182,8 @@ def test_simplex_qp_matches_a_brute_force_solution():
 def test_warm_started_path_needs_fewer_iterations_than_cold_starts(ll_problem):
     Cs = parse_c_path("100:0.5:3")
     assert Cs == pytest.approx([100, 50, 25])
-    points = regularization_path(ll_problem, get_trainer("eg-ll"), Cs, tol=1e-3, max_passes=100)
+    trainer = get_trainer("eg-ll")
+    points = regularization_path(ll_problem, trainer, path_configs(trainer, Cs, tol=1e-3, max_passes=100))
     assert all(p.converged for p in points)
     assert points[-1].total_eff_iters == pytest.approx(sum(p.eff_iters for p in points))
     cold = _fit(ll_problem, "eg-ll", C=25.0, tol=1e-3, max_passes=100, anneal=False)

@@ -12,7 +12,7 @@ from scipy.optimize import minimize
 from egnlp.corpora import load_dataset
 from egnlp.parser.eisner import inside_outside
 from egnlp.parser_training import build_parsing_problem
-from egnlp.training.eg import EGConfig, _EGRun, fit_eg_ll
+from egnlp.training.eg import EGConfig, EGRun, fit_eg_ll
 from egnlp.training.structured_problem import (example_blocks, log_linear_gradient, log_linear_primal, loss_augmented_examples,
                                     max_margin_primal, scored_examples)
 
@@ -124,7 +124,7 @@ def test_primal_gradient_matches_finite_differences(problem):
 
 
 def test_every_accepted_step_decreases_the_dual_recomputed_from_scratch(problem):
-    run = _EGRun(problem, EGConfig(C=C, anneal=False))
+    run = EGRun(problem, EGConfig(C=C, anneal=False))
     examples = np.random.default_rng(2).integers(0, problem.features.n_examples, size=60)
     assert accepted_steps_decrease_the_dual(problem, run, examples) > 30
     assert run.dual() == pytest.approx(dual_from_scratch(problem, run), rel=1e-9)
@@ -182,7 +182,7 @@ def test_annealed_C_starts_at_ten_times_C_and_reaches_C():
 
 
 def test_long_sentences_holding_the_gap_get_extra_visits(problem):
-    run = _EGRun(problem, EGConfig(C=C, anneal=False, revisit_max=3, revisit_share=2.0, theta_init=0.0))
+    run = EGRun(problem, EGConfig(C=C, anneal=False, revisit_max=3, revisit_share=2.0, theta_init=0.0))
     for i in range(problem.features.n_examples):
         run.visit(i)
     run.primal()  # fills the per-example gaps

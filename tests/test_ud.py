@@ -4,25 +4,17 @@ official validator accepts, keeping comments and multiword tokens and dropping t
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from ud_checks import udvalidate
 from egnlp.corpora import read_conll
 
 from cli_helpers import assert_ok, run
 from text_blocks import blocks
 
 UD = Path(os.environ["EGNLP_UD_DIR"])
-
-
-def _udvalidate(path: Path, lang: str) -> subprocess.CompletedProcess:
-    """The official UD validator of udtools (the test extra), at level 2."""
-    tool = Path(sys.executable).parent / "udvalidate"
-    assert tool.exists(), "udvalidate not found: install the test extra (udtools)"
-    return subprocess.run([str(tool), "--level", "2", "--lang", lang, str(path)], capture_output=True, text=True)
 
 
 @pytest.mark.parametrize("prefix, lang", [("pt_bosque-ud", "pt"), ("nl_alpino-ud", "nl")])
@@ -35,7 +27,7 @@ def test_parsed_ud_files_pass_the_validator(tmp_path: Path, prefix: str, lang: s
     gold_path.write_text(blocks((UD / f"{prefix}-dev.conllu").read_text(encoding="utf-8"), 0, 500), encoding="utf-8")
     pred_path = tmp_path / "pred.conllu"
     assert_ok(run("parser", "parse", model, gold_path, "-o", pred_path))
-    checked = _udvalidate(pred_path, lang)
+    checked = udvalidate(pred_path, lang)
     assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
     gold, pred = read_conll(gold_path), read_conll(pred_path)
     assert [s.forms for s in gold] == [s.forms for s in pred]

@@ -13,43 +13,17 @@ and the problem are :mod:`egnlp.training.maxent_problem`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-from egnlp.training.maxent_problem import MaxentConfig, MaxentProblem, Sums, fit_in_passes, update_sums
+from egnlp.training.configs import CDConfig
+from egnlp.training.maxent_problem import MaxentProblem, Sums, fit_in_passes, update_sums
 from egnlp.training.records import Callback, DevScorer, TrainResult
 
 _MAX_STEP = 500.0  # |z| beyond this would overflow S_ki e^z; such a line-search try counts as failed
 
-
-@dataclass(frozen=True)
-class CDConfig(MaxentConfig):
-    """Settings of coordinate descent (and those of :class:`MaxentConfig`).
-
-    ``beta``, ``gamma``, ``max_line_search``: the line search (beta = 0.5,
-    gamma = 0.001 in Sec. 5.1).  ``seed``: None visits features in file
-    order, an int permutes them every pass.  ``record_steps`` > 0 keeps the
-    first that many accepted steps in the result's ``state`` (``steps_t``,
-    ``steps_z``, ``steps_grad``, ``steps_by_bound``: feature, z, A'(0), and
-    whether the bound (38) accepted it) so that they can be replayed against
-    the exact objective.
-    """
-
-    seed: int | None = None
-    beta: float = 0.5
-    gamma: float = 0.001
-    max_line_search: int = 30
-    record_steps: int = 0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not (0 < self.beta < 1 and 0 < self.gamma < 0.5):
-            raise ValueError(f"need 0 < beta < 1 and 0 < gamma < 1/2, not {self.beta}, {self.gamma}")
-        if self.max_line_search < 1 or self.record_steps < 0:
-            raise ValueError("max_line_search must be >= 1 and record_steps >= 0")
 
 
 class LineSearch(NamedTuple):

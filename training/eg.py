@@ -29,7 +29,6 @@ under the same halving rule applied to the whole dual.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import numpy as np
 from egnlp.features.csr import add_sparse
@@ -45,8 +44,8 @@ from egnlp.training.records import (
     DevScorer,
     Recorder,
     TrainResult,
-    check_budget,
 )
+from egnlp.training.configs import EGConfig
 
 # Default starts: theta = -k e, the gold structure favoured by k per wrong part.
 # The uniform start (k = 0) spreads the marginals over all structures, so
@@ -59,16 +58,6 @@ from egnlp.training.records import (
 # -54.7 (k = 12).
 LL_TILT = 10.0
 MM_TILT = 6.0
-
-# Example orders of the online trainers (EG, BCFW): a fresh permutation per pass, 0..n-1, or n draws in
-# proportion to each example's share of the duality gap at the last record (``gap_order``).
-ORDERS = ("random", "cyclic", "gap")
-
-
-def check_order(order: str) -> None:
-    if order not in ORDERS:
-        raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
-
 
 def gap_order(rng: np.random.Generator, gaps: np.ndarray) -> np.ndarray:
     """n example visits drawn with replacement, example i with probability proportional to its share
@@ -101,56 +90,8 @@ def max_margin_gaps(problem: StructuredProblem, w: np.ndarray, mu, gaps: np.ndar
     return total
 
 
-@dataclass(frozen=True)
-class EGConfig:
-    """Settings of the EG trainers.
 
-    ``theta_init`` = k starts every example at theta_i = -k e_i (the gold
-    structure favoured by k per wrong part; 0 is the uniform start); None
-    means ``LL_TILT`` for the log-linear dual and ``MM_TILT`` for the
-    max-margin dual.
-    """
-
-    C: float = 20.0
-    max_passes: int = 60
-    tol: float = 1e-3
-    seed: int = 0
-    eta_init: float = 0.5
-    order: str = "random"
-    eta_growth: float = 1.05
-    max_halvings: int = 10
-    revisit_max: int = 8
-    revisit_share: float = 10.0
-    max_seconds: float | None = None
-    anneal: bool = True
-    theta_init: float | None = None
-
-    def C_at(self, passes: int) -> float:
-        """The C used in pass ``passes`` (1-based).
-
-        Without annealing, ``C``.  With it (Collins et al. 2008, Sec. 7.1.1):
-        10 C for the first 5 passes, then C + 9 C * 0.7^(t - 5), snapped to C
-        once within 1e-4 of it; small C converges much faster this way.
-        """
-        if not self.anneal:
-            return self.C
-        if passes <= 5:
-            return 10.0 * self.C
-        extra = 9.0 * 0.7 ** (passes - 5)
-        return self.C if extra < 1e-4 else self.C * (1.0 + extra)
-
-    def __post_init__(self) -> None:
-        check_budget(C=self.C, max_passes=self.max_passes, tol=self.tol, max_seconds=self.max_seconds)
-        if not 0 < self.eta_init:
-            raise ValueError(f"the initial learning rate must be positive, not {self.eta_init}")
-        if self.revisit_max < 0 or not self.revisit_share > 0:
-            raise ValueError("revisit_max must be >= 0 and revisit_share positive")
-        if not self.eta_growth >= 1.0:
-            raise ValueError(f"eta_growth must be >= 1, not {self.eta_growth}")
-        check_order(self.order)
-
-
-class _EGRun:
+class EGRun:
     """The mutable state of one EG run (see the module docstring).
 
     ``objective`` is "ll" (log-linear dual) or "mm" (max-margin dual).  The
@@ -306,7 +247,7 @@ def fit_eg(problem: StructuredProblem, objective: str = "ll", batch: bool = Fals
     previous result) warm-starts the run, e.g. along a path of C values.
     """
     state = state or {}
-    run = _EGRun(problem, config, objective, state.get("theta"), state.get("eta"))
+    run = EGRun(problem, config, objective, state.get("theta"), state.get("eta"))
     rng = np.random.default_rng(config.seed)
     rec = Recorder(problem.features.n_examples, dev, callbacks)
 

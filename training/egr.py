@@ -95,7 +95,6 @@ Departures from the paper, and why:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import numpy as np
 from egnlp.training.structured_problem import StructuredProblem, blocked_dot, hinge
@@ -104,38 +103,15 @@ from egnlp.training.records import (
     DevScorer,
     Recorder,
     TrainResult,
-    check_budget,
 )
+from egnlp.training.configs import EGRConfig
 
-STEPS = ("paper", "adaptive")
 # The adaptive step divides L' by this before every iteration (and doubles it when (7) fails): on the first
 # 1,000 es sentences (C = 100) a relative gap of 0.28 after 157 oracle passes, against 0.58 dividing by 2
 # (a failed step, two more passes, in almost every iteration); never dividing keeps the first estimate
 # (670 there, against 80-250 later on).
 ADAPTIVE_SHRINK = 1.25
 
-
-@dataclass(frozen=True)
-class EGRConfig:
-    """Settings of excessive gap reduction.
-
-    ``max_passes`` bounds the iterations k of Algorithm 1; ``tol`` is the
-    relative duality gap to stop at; ``step`` is "adaptive" (departure 5 of
-    the module docstring: the default, since the bound from the data leaves
-    mu_k too large to move the gap on real data) or "paper" (mu_1 = L / sigma
-    from the data, tau_k = 2 / (k + 3)).
-    """
-
-    C: float = 20.0
-    max_passes: int = 300
-    tol: float = 1e-3
-    max_seconds: float | None = None
-    step: str = "adaptive"
-
-    def __post_init__(self) -> None:
-        check_budget(C=self.C, max_passes=self.max_passes, tol=self.tol, max_seconds=self.max_seconds)
-        if self.step not in STEPS:
-            raise ValueError(f"step must be one of {', '.join(STEPS)}, not {self.step!r}")
 
 
 def structure_norm_bounds(problem: StructuredProblem) -> np.ndarray:

@@ -12,36 +12,15 @@ objective are :mod:`egnlp.training.maxent_problem`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-from egnlp.training.maxent_problem import MaxentConfig, MaxentProblem, Sums, fit_in_passes, update_sums
+from egnlp.training.configs import GISConfig, SCGISConfig
+from egnlp.training.maxent_problem import MaxentProblem, Sums, fit_in_passes, update_sums
 from egnlp.training.records import Callback, DevScorer, TrainResult
 
-
-@dataclass(frozen=True)
-class GISConfig(MaxentConfig):
-    """Settings of GIS (and those of :class:`MaxentConfig`): ``newton_tol`` and ``newton_iters`` of the
-    one-variable solves (|A'| <= 1e-5 in Sec. 5.1)."""
-
-    newton_tol: float = 1e-5
-    newton_iters: int = 100
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.newton_iters < 1 or not self.newton_tol > 0:
-            raise ValueError("newton_iters must be >= 1 and newton_tol positive")
-
-
-@dataclass(frozen=True)
-class SCGISConfig(GISConfig):
-    """Settings of SCGIS: those of :class:`GISConfig`, and ``seed`` (None: features in file order;
-    an int: a fresh permutation every pass)."""
-
-    seed: int | None = None
 
 
 class Newton(NamedTuple):

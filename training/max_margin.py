@@ -12,42 +12,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 from egnlp.features.csr import add_sparse
-from egnlp.training.eg import check_order, gap_order, max_margin_gaps
+from egnlp.training.configs import BCFWConfig, CuttingPlaneConfig
+from egnlp.training.eg import gap_order, max_margin_gaps
 from egnlp.training.structured_problem import StructuredProblem, gold_minus, hinge, loss_augmented_examples, scores_many
 from egnlp.training.records import (
     Callback,
     DevScorer,
     Recorder,
     TrainResult,
-    check_budget,
 )
 from numba import njit
 
-
-@dataclass(frozen=True)
-class BCFWConfig:
-    """Settings of block-coordinate Frank-Wolfe; stops at a relative duality gap of ``tol``.
-
-    ``order``: "random" (a fresh permutation per pass), "cyclic" or "gap" (n visits drawn in proportion
-    to each block's duality gap at the last record, :func:`egnlp.training.eg.gap_order`).
-    ``average``: record and return the weighted average of the iterates (see :func:`fit_bcfw`).
-    """
-
-    C: float = 20.0
-    max_passes: int = 60
-    tol: float = 1e-3
-    seed: int = 0
-    order: str = "random"
-    max_seconds: float | None = None
-    average: bool = False
-
-    def __post_init__(self) -> None:
-        check_budget(C=self.C, max_passes=self.max_passes, tol=self.tol, max_seconds=self.max_seconds)
-        check_order(self.order)
 
 
 def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), dev: DevScorer | None = None,
@@ -317,27 +295,6 @@ class _MuState(Mapping):
     def __len__(self) -> int:
         return 1
 
-
-@dataclass(frozen=True)
-class CuttingPlaneConfig:
-    """Settings of the one-slack cutting-plane method.
-
-    ``max_passes`` bounds the outer iterations (one loss-augmented pass over
-    the data each); ``tol`` is the relative duality gap to stop at; a cut not
-    used by the QP solution for ``forget_after`` iterations is dropped.
-    """
-
-    C: float = 20.0
-    max_passes: int = 200
-    tol: float = 1e-3
-    qp_tol: float = 1e-10
-    forget_after: int = 50
-    max_seconds: float | None = None
-
-    def __post_init__(self) -> None:
-        check_budget(C=self.C, max_passes=self.max_passes, tol=self.tol, max_seconds=self.max_seconds)
-        if not self.qp_tol > 0 or self.forget_after < 1:
-            raise ValueError("qp_tol must be positive and forget_after >= 1")
 
 
 @njit(cache=True)

@@ -37,7 +37,8 @@ import numpy as np
 from numba import njit
 
 from egnlp.features.label_pairs import columns_and_pairs, distinct_rows, label_scores
-from egnlp.training.records import Callback, DevScorer, PassRecord, Recorder, TrainResult, check_budget
+from egnlp.training.configs import MaxentConfig
+from egnlp.training.records import Callback, DevScorer, PassRecord, Recorder, TrainResult
 
 
 class Columns(NamedTuple):
@@ -264,28 +265,6 @@ def update_sums(t, z, columns, sums):
 # ---------------------------------------------------------------------------
 # settings and the pass loop shared by CD, SCGIS and GIS
 
-
-@dataclass(frozen=True)
-class MaxentConfig:
-    """Settings every maxent trainer that works in passes has (CD, SCGIS, GIS).
-
-    ``C`` = 1 / sigma^2 (0.1: sigma^2 = 10 of Sec. 5.1).  A run stops after
-    ``max_passes`` passes, once the relative objective decrease of a pass
-    ``(f_prev - f) / max(|f|, 1)`` is <= ``tol``, once ``||grad f|| <=
-    gtol``, or after ``max_seconds`` of optimisation time.
-    """
-
-    C: float = 0.1
-    max_passes: int = 100
-    tol: float = 1e-5
-    gtol: float = 0.0
-    max_seconds: float | None = None
-    grad_norm: bool = True  # record ||grad f|| every pass (without a gtol, only the records read it)
-
-    def __post_init__(self) -> None:
-        check_budget(C=self.C, max_passes=self.max_passes, tol=self.tol, max_seconds=self.max_seconds)
-        if not self.gtol >= 0:
-            raise ValueError(f"gtol must be >= 0, not {self.gtol}")
 
 
 def fit_in_passes(problem: MaxentProblem, config: MaxentConfig,

@@ -12,7 +12,6 @@ objective is the same primal with one event per example
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -20,7 +19,8 @@ from numba import njit
 
 from egnlp.training.maxent_problem import MaxentProblem
 from egnlp.training.structured_problem import StructuredProblem, log_linear_gradient, log_linear_primal
-from egnlp.training.records import Callback, DevScorer, Recorder, TrainResult, check_budget
+from egnlp.training.configs import LBFGSConfig, SGDConfig
+from egnlp.training.records import Callback, DevScorer, Recorder, TrainResult
 
 
 def _start(problem: StructuredProblem, state: dict | None) -> np.ndarray:
@@ -30,29 +30,6 @@ def _start(problem: StructuredProblem, state: dict | None) -> np.ndarray:
         raise ValueError(f"warm-start w has shape {w.shape}, expected ({d},)")
     return w
 
-
-@dataclass(frozen=True)
-class LBFGSConfig:
-    """Settings of L-BFGS on a smooth primal (the log-linear objective of a structured problem or of maxent).
-
-    ``max_passes`` bounds the L-BFGS iterations; ``tol`` is scipy's
-    ``ftol``, the relative decrease of the objective between iterations
-    ``(f_k - f_k+1) / max(|f_k|, |f_k+1|, 1)`` at which it stops; ``gtol``
-    stops it when the largest absolute gradient entry is at most that
-    (0: never); ``memory`` is the number of correction pairs kept.
-    """
-
-    C: float = 20.0
-    max_passes: int = 500
-    tol: float = 1e-10
-    gtol: float = 0.0
-    memory: int = 10
-    max_seconds: float | None = None
-
-    def __post_init__(self) -> None:
-        check_budget(C=self.C, max_passes=self.max_passes, tol=self.tol, max_seconds=self.max_seconds)
-        if not self.gtol >= 0 or self.memory < 1:
-            raise ValueError("gtol must be >= 0 and memory >= 1")
 
 
 def minimize_lbfgs(value_and_grad: Callable[[np.ndarray], tuple[float, np.ndarray]], w0: np.ndarray,
@@ -125,33 +102,6 @@ def fit_maxent_lbfgs(problem: MaxentProblem, *, config: LBFGSConfig = LBFGSConfi
     return minimize_lbfgs(lambda v: problem.objective_and_gradient(v, config.C), w, problem.n_examples, config,
                           dev, callbacks)
 
-
-@dataclass(frozen=True)
-class SGDConfig:
-    """Settings of SGD on the log-linear primal.
-
-    The rate is eta_t = eta0 / (1 + t / n) after t updates (LeCun et al.
-    1998, as in Collins et al. 2008, Sec. 7.1.3).  ``eta0=None`` picks it
-    from ``eta0_grid`` by one pass each from the start point, keeping the
-    best dev score (or the lowest primal without dev data).  ``average``
-    returns the running mean of the iterates from the second pass on
-    (Polyak-Ruppert averaging; the first pass is far from the optimum).
-    """
-
-    C: float = 20.0
-    max_passes: int = 60
-    eta0: float | None = None
-    eta0_grid: tuple[float, ...] = (1.0, 0.1, 0.01, 0.001, 0.0001)
-    average: bool = False
-    seed: int = 0
-    max_seconds: float | None = None
-
-    def __post_init__(self) -> None:
-        check_budget(C=self.C, max_passes=self.max_passes, max_seconds=self.max_seconds)
-        if self.eta0 is not None and not self.eta0 > 0:
-            raise ValueError(f"eta0 must be positive, not {self.eta0}")
-        if not self.eta0_grid or min(self.eta0_grid) <= 0:
-            raise ValueError("eta0_grid must hold positive rates")
 
 
 @njit(cache=True)

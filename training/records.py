@@ -99,20 +99,6 @@ class Recorder:
         return self.stopped or (max_seconds is not None and self.seconds >= max_seconds)
 
 
-def check_budget(*, C: float | None = None, max_passes: int | None = None, tol: float | None = None,
-                 max_seconds: float | None = None) -> None:
-    """Validate the settings every trainer config shares (those given): C > 0, a pass limit >= 0,
-    a tolerance >= 0 and a positive time limit (or None); raise ValueError naming the bad one."""
-    if C is not None and not C > 0:
-        raise ValueError(f"C must be positive, not {C}")
-    if max_passes is not None and max_passes < 0:
-        raise ValueError(f"the pass limit must be >= 0, not {max_passes}")
-    if tol is not None and not tol >= 0:
-        raise ValueError(f"the tolerance must be >= 0, not {tol}")
-    if max_seconds is not None and not max_seconds > 0:
-        raise ValueError(f"the time limit must be positive, not {max_seconds}")
-
-
 class BestPass:
     """A callback that keeps a copy of the weights of the best pass so far: the pass with the highest dev
     score when the run scores a dev set, else the last pass.
@@ -198,8 +184,9 @@ def interrupts_between_passes() -> Iterator[None]:
     """Within the block, a first Ctrl-C (SIGINT) stops training at the end of the current pass (the
     recorder raises KeyboardInterrupt once the pass is recorded) and a second one at once.
 
-    A KeyboardInterrupt raised at an arbitrary point can land inside Numba's loading of a cached kernel,
-    which turns it into a traceback instead of the clean stop; between passes it never does.  Outside the
+    A KeyboardInterrupt raised at an arbitrary point can land inside Numba's loading of a cached kernel or
+    a kernel's call, which turns it into a ``SystemError`` traceback instead of the clean stop; between
+    passes it never does. A Ctrl-C that comes after the last pass is raised when the block ends.  Outside the
     main thread the block changes nothing (only the main thread may set signal handlers).
     """
     if threading.current_thread() is not threading.main_thread():
@@ -217,7 +204,9 @@ def interrupts_between_passes() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-        _INTERRUPT[0] = False
+        pending, _INTERRUPT[0] = _INTERRUPT[0], False
+    if pending:  # Ctrl-C after the last pass was recorded: raised here, outside any kernel
+        raise KeyboardInterrupt
 
 
 def fit_or_best(fit: Callable[..., TrainResult], problem: Any, *, callbacks: tuple[Callback, ...] = (),

@@ -163,15 +163,41 @@ def chunk_scores(gold_tags: Sequence[Sequence[str]], pred_tags: Sequence[Sequenc
             "precision": precision, "recall": recall, "f1": f1, "by_type": by_type}
 
 
-def choose_column(gold: Sequence[Sentence], pred: Sequence[Sentence]) -> str:
-    """The column to score when none is given: ``chunk`` when both sides have chunk tags, else ``pos``.
+def choose_column(gold: Sequence[Sentence], pred: Sequence[Sentence], gold_name: str = "GOLD",
+                  pred_name: str = "PRED") -> str:
+    """The column to score when none is given.
 
-    Exception: when the chunk columns are identical and the POS columns
-    differ, the prediction is a POS tagger's output on chunking data (e.g. an
-    export of ``conll2000-pos``), and ``pos`` is scored.
+    ``chunk`` when both sides have chunk tags (unless the chunk columns are
+    identical and the POS columns differ: a POS tagger's output on chunking
+    data, e.g. an export of ``conll2000-pos``, scores ``pos``). Otherwise the
+    tag column (``pos``: XPOS, ``upos``: UPOS) that both files fill (not all
+    ``_``); where both fill both, the one in which the prediction differs
+    from the gold file (a tagger writes its own column and keeps the
+    others).
+
+    Raises:
+        CorpusError: no tag column is filled on both sides, or the choice is
+            not clear (name one with ``--column``).
     """
-    if not all(s.chunks is not None for s in gold) or not all(s.chunks is not None for s in pred):
-        return "pos"
-    same_chunks = all(g.chunks == p.chunks for g, p in zip(gold, pred))
-    same_pos = all(g.pos == p.pos for g, p in zip(gold, pred))
-    return "pos" if same_chunks and not same_pos else "chunk"
+    if len(gold) != len(pred):
+        raise CorpusError(f"{gold_name} has {len(gold)} sentences, {pred_name} has {len(pred)}")
+    if all(s.chunks is not None for s in gold) and all(s.chunks is not None for s in pred):
+        same_chunks = all(g.chunks == p.chunks for g, p in zip(gold, pred))
+        same_pos = all(g.pos == p.pos for g, p in zip(gold, pred))
+        return "pos" if same_chunks and not same_pos else "chunk"
+    filled = [c for c in ("pos", "upos") if _fills(gold, c) and _fills(pred, c)]
+    if not filled:
+        raise CorpusError(f"{pred_name} and {gold_name} fill no tag column in common (XPOS and UPOS are '_' on one "
+                          "side): nothing to score")
+    if len(filled) == 2:
+        differ = [c for c in filled if any(g.labels(c) != p.labels(c) for g, p in zip(gold, pred))]
+        if len(differ) != 1:
+            raise CorpusError(f"{pred_name} and {gold_name} fill both XPOS and UPOS and the predicted one is not "
+                              "clear: give --column xpos or --column upos (or --model MODEL)")
+        filled = differ
+    return filled[0]
+
+
+def _fills(sentences: Sequence[Sentence], column: str) -> bool:
+    """Whether some token of ``sentences`` has a tag other than ``_`` in ``column``."""
+    return any(tag != "_" for s in sentences for tag in s.labels(column) or ())
