@@ -69,7 +69,8 @@ def main() -> None:
     from egnlp.parser_training import build_parsing_problem
     from egnlp.corpora import guess_root, load_dataset
     from egnlp.distributed import fit_cocoa
-    from egnlp.training.eg import EGConfig, fit_eg
+    from egnlp.training.configs import EGConfig
+    from egnlp.training.eg import fit_eg
 
     train = load_dataset(opts.data, "train")[: opts.limit]
     root = guess_root(train)

@@ -139,7 +139,8 @@ def first_within(curve: list[dict], final: float) -> dict | None:
 
 
 def run_ours(args) -> dict:
-    from egnlp.tagger_training import DEFAULT_C, accuracy_scorer, train_crf_tagger
+    from egnlp.settings import CRF_C as DEFAULT_C
+    from egnlp.tagger_training import accuracy_scorer, train_crf_tagger
 
     task, train, dev, test = load(args.data, args.limit, args.test_limit)
     settings = {"C": args.C if args.C is not None else DEFAULT_C}
@@ -278,7 +279,7 @@ def run_crfsuite(args) -> dict:
 
     import pycrfsuite
 
-    from egnlp.tagger_training import DEFAULT_C
+    from egnlp.settings import CRF_C as DEFAULT_C
     from egnlp.features.predicates import token_predicates
 
     task, train, dev, test = load(args.data, args.limit, args.test_limit)
@@ -447,7 +448,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, help="train on the first N training sentences (default: all)")
     ap.add_argument("--test-limit", type=int, help="score the first M test sentences (default: all)")
     ap.add_argument("--passes", type=int, help="eg-ll pass limit (default: EGConfig().max_passes)")
-    ap.add_argument("--C", type=float, help="regularisation constant (default: egnlp.tagger_training.DEFAULT_C); c2 = C/2")
+    ap.add_argument("--C", type=float, help="regularisation constant (default: egnlp.settings.CRF_C); c2 = C/2")
     ap.add_argument("--crfsuite-iterations", type=int,
                     help="CRFsuite max_iterations (default: none, CRFsuite's own stopping rule)")
     ap.add_argument("--models", default=",".join(MODELS), help="comma-separated: eg-ll, crfsuite (default: both)")

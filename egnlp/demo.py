@@ -46,7 +46,8 @@ def run_demo(data: str, tagger_data: str, out: Path, *, limit: int | None = None
     tagger.save(out / "demo-tagger.npz")
     tags = tag_scores(t_test, tagger.tag_corpus(t_test), column="pos", train_vocab=tagger.vocabulary)
     gold_tags = attachment_scores(test, parser.parse_corpus(test))
-    rows = [("parser", f"{data} test, gold POS", f"UAS {gold_tags['uas']:.2f}  (no punct. {gold_tags['uas_nopunct']:.2f})"),
+    rows = [("parser", f"{data} test, gold POS",
+             f"UAS {gold_tags['uas']:.2f}  (no punct. {gold_tags['uas_nopunct']:.2f})"),
             ("tagger", f"{tagger_data} test", f"accuracy {tags['accuracy']:.2f}  "
                                                f"(unknown words {tags['unknown_accuracy']:.2f})")]
     if [s.forms for s in t_test] == [s.forms for s in test]:

@@ -185,8 +185,9 @@ def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: st
     With a fitted ``featurizer`` the problem uses its features as they are (the feature settings are
     not read): one shard of a training set whose features were fitted on the whole set.
     ``cache_bytes`` keeps compiled sentences (arcs and siblings) for later passes up to that many bytes,
-    or a :class:`~egnlp.features.arc_parts.CacheBudget` shared with other part feature sets.  ``siblings`` adds sibling parts: a
-    second-order :class:`~egnlp.parser.parsing_problem.SiblingParsingProblem`, projective trees only, whose
+    or a :class:`~egnlp.features.arc_parts.CacheBudget` shared with other part feature sets.
+    ``siblings`` adds sibling parts: a second-order
+    :class:`~egnlp.parser.parsing_problem.SiblingParsingProblem`, projective trees only, whose
     features' ``siblings`` hold the sibling templates' alphabet, fitted on ``train``.  ``grandparents``
     adds grandparent parts to the sibling ones: a third-order
     :class:`~egnlp.parser.parsing_problem.GrandParsingProblem` whose features' ``grand`` hold the grandparent

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from egnlp.base.errors import SettingsError
-from egnlp.training.configs import EGConfig
+from egnlp.training.configs import ORDERS, EGConfig
 from egnlp.training.registry import (MAXENT, STRUCTURED, Trainer, check_value, get_trainer, make_config,
                                      path_configs, trainer_names)
 
@@ -58,11 +58,12 @@ MAXENT_BEAM = 3
 BENCH_TRAINERS = {"ll": ("eg-ll", "lbfgs", "sgd", "eg-ll-batch"), "mm": ("eg-mm", "cutting-plane", "bcfw")}
 RATE_TRAINERS = ("egr", "egr/paper", "eg-mm-batch/fixed", "eg-mm", "eg-mm/gap", "bcfw", "bcfw/gap", "cutting-plane")
 
+# The choices of the options (the parser's and the features' own checks guard their code; these are what a user
+# may ask for, auto included).
 ROOTS = ("single", "multi")
 TREES = ("projective", "non-projective", "auto")
 TAG_COLUMNS = ("both", "upos", "xpos")
 FEATURE_MODES = ("alphabet", "hash")
-ORDERS = ("random", "cyclic", "gap")
 TAGGER_MODELS = ("crf", "maxent")
 TAGGER_COLUMNS = ("xpos", "upos", "chunk", "pos")
 
@@ -149,7 +150,8 @@ class ParserSettings:
                                  shown=f"{PARSER_TRAINER} (with --dask: {DASK_TRAINERS[0]})",
                                  choices=tuple(trainer_names(STRUCTURED)))
     C: float | None = option(None, "--C", "Regularisation constant C of sum_i loss_i + C/2 ||w||^2.",
-                             shown=f"{PARSER_C['mm']:g} for max-margin trainers, {PARSER_C['ll']:g} for log-linear ones")
+                             shown=f"{PARSER_C['mm']:g} for max-margin trainers, {PARSER_C['ll']:g} for log-linear "
+                                   "ones")
     C_path: str | None = option(None, "--C-path", "START:FACTOR:COUNT, e.g. 1000:0.7:21: train a warm-started path "
                                 "of C values (Collins et al. 2008, Sec. 7.1.2), print a table, keep the best on dev.",
                                 metavar="START:FACTOR:COUNT")

@@ -491,9 +491,40 @@ _BLOCK_TAGS = 24
 
 @njit(cache=True)
 def _local_ids(atoms, base, n, col):
-    """Each token's rank among the distinct values of column ``col`` in the sentence (root included)."""
-    values = atoms[base : base + n + 1, col].copy()
-    return np.searchsorted(np.unique(values), values)
+    """Each token's rank among the distinct values of column ``col`` in the sentence (root included).
+
+    The distinct values are kept sorted by insertion (a sentence has few distinct tags) and each token's
+    rank found by bisection: the same ranks as ``np.searchsorted(np.unique(values), values)``, without
+    NumPy's sort, whose compilation took about a fifth of a first parse's."""
+    m = n + 1
+    distinct = np.empty(m, dtype=atoms.dtype)
+    k = 0
+    for i in range(m):
+        v = atoms[base + i, col]
+        at = _bisect(distinct, k, v)
+        if at < k and distinct[at] == v:
+            continue
+        for j in range(k, at, -1):
+            distinct[j] = distinct[j - 1]
+        distinct[at] = v
+        k += 1
+    ranks = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        ranks[i] = _bisect(distinct, k, atoms[base + i, col])
+    return ranks
+
+
+@njit(cache=True)
+def _bisect(values, k, v):
+    """The first index of the sorted ``values[:k]`` whose value is not below ``v``."""
+    lo, hi = 0, k
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if values[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 @njit(cache=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import traceback
 from pathlib import Path
 
+import typer
 from typer.testing import CliRunner, Result
 
 from egnlp.cli import app
@@ -65,3 +66,14 @@ def usage_line(result: Result) -> str:
     line = error_line(result, 2)
     assert line.endswith(" --help')"), describe(result)
     return line
+
+
+def commands(group: typer.core.TyperGroup, path: tuple[str, ...] = ()):
+    """(path, click command) of every command under ``group``, depth first."""
+    ctx = typer.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        if isinstance(command, typer.core.TyperGroup):
+            yield from commands(command, (*path, name))
+        else:
+            yield (*path, name), command

@@ -35,7 +35,7 @@ import nltk
 import pytest
 import typer
 
-from cli_helpers import assert_ok, error_line, run, usage_line
+from cli_helpers import assert_ok, commands, error_line, run, usage_line
 from text_blocks import blocks
 from egnlp import startup
 from egnlp.cli import app
@@ -106,17 +106,6 @@ def egnlp(*args: object, **kwargs) -> subprocess.Popen:
 
 
 # --- help ----------------------------------------------------------------------------------------
-
-
-def commands(group: typer.core.TyperGroup, path: tuple[str, ...] = ()):
-    """(path, click command) of every command under ``group``, depth first."""
-    ctx = typer.Context(group)
-    for name in group.list_commands(ctx):
-        command = group.get_command(ctx, name)
-        if isinstance(command, typer.core.TyperGroup):
-            yield from commands(command, (*path, name))
-        else:
-            yield (*path, name), command
 
 
 ALL_COMMANDS = list(commands(typer.main.get_command(app)))

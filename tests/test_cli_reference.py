@@ -13,23 +13,13 @@ from pathlib import Path
 
 import typer
 
+from cli_helpers import commands
 from egnlp.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS_COMMAND = [sys.executable, "-m", "typer", "egnlp.cli", "utils", "docs", "--name", "egnlp",
                 "--title", "egnlp command line"]
 MAX_COMMAND_LINES = 40
-
-
-def commands(group: typer.core.TyperGroup, path: tuple[str, ...] = ()):
-    """(path, click command) of every command under ``group``."""
-    ctx = typer.Context(group)
-    for name in group.list_commands(ctx):
-        command = group.get_command(ctx, name)
-        if isinstance(command, typer.core.TyperGroup):
-            yield from commands(command, (*path, name))
-        else:
-            yield (*path, name), command
 
 
 def test_docs_cli_md_is_the_apps_reference(tmp_path: Path) -> None:

@@ -353,3 +353,17 @@ def test_collect_delta_matches_dense_computation():
     target = np.zeros(6)
     add_sparse(target, ids, vals, count, 1.0)
     np.testing.assert_allclose(target, dense)
+
+
+def test_local_ids_are_ranks_among_the_distinct_values() -> None:
+    """The insertion-sorted ranks of a sentence's column equal NumPy's unique-and-search, on random columns
+    with few and many distinct values, the root row included."""
+    from egnlp.features.arc_featurizer import _local_ids
+
+    rng = np.random.default_rng(0)
+    for n, distinct in ((1, 1), (5, 2), (40, 7), (150, 60), (120, 1000)):
+        atoms = rng.integers(-(2 ** 62), 2 ** 62, size=(distinct,), dtype=np.int64)[
+            rng.integers(0, distinct, size=(n + 11, 3))]
+        for col in range(3):
+            values = atoms[4:4 + n + 1, col]
+            assert np.array_equal(_local_ids(atoms, 4, n, col), np.searchsorted(np.unique(values), values))

@@ -20,12 +20,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("base", "corpora", "features", "parser", "tagger", "training")
-APPLICATION = "application"  # the modules of egnlp/ itself: the CLI, the API, the pipeline
+APPLICATION = "application"  # the modules of egnlp/ itself: the settings, the training functions, the pipeline
+CLI = "cli"  # egnlp/cli/ and ``python -m egnlp``: the command line, over the application layer
 
 
 def documented_layers() -> list[set[str]]:
     """The layers of docs/architecture.md, lowest first, e.g. [{base}, {corpora}, {features}, {parser, tagger,
-    training}, {application}]."""
+    training}, {application}, {cli}]."""
     text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     match = re.search(r"^Layers:\s*(.+)$", text, re.MULTILINE)
     assert match, "docs/architecture.md has no 'Layers:' line"
@@ -40,13 +41,16 @@ def package_of(module: str) -> str | None:
         return None
     if len(parts) > 1 and parts[1] in PACKAGES:
         return parts[1]
+    if len(parts) > 1 and parts[1] in ("cli", "__main__"):
+        return CLI
     return APPLICATION
 
 
 def source_modules() -> dict[str, Path]:
     """Every module of the package by its dotted name (egnlp.<package>.<module>, egnlp.<module>)."""
     out = {}
-    for folder, dotted in [(ROOT / name, f"egnlp.{name}") for name in PACKAGES] + [(ROOT / "egnlp", "egnlp")]:
+    for folder, dotted in ([(ROOT / name, f"egnlp.{name}") for name in PACKAGES]
+                           + [(ROOT / "egnlp", "egnlp"), (ROOT / "egnlp" / "cli", "egnlp.cli")]):
         for path in sorted(folder.glob("*.py")):
             out[dotted if path.stem == "__init__" else f"{dotted}.{path.stem}"] = path
     return out
@@ -74,7 +78,7 @@ def imported_modules(path: Path, module: str) -> list[tuple[int, str]]:
 def test_the_documented_layers_name_every_package():
     layers = documented_layers()
     names = [name for layer in layers for name in layer]
-    assert sorted(names) == sorted([*PACKAGES, APPLICATION]) and len(names) == len(set(names))
+    assert sorted(names) == sorted([*PACKAGES, APPLICATION, CLI]) and len(names) == len(set(names))
 
 
 def test_imports_go_down_the_layers():

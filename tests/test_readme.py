@@ -1,16 +1,18 @@
-"""The README's Python examples run, in order, as one program.
+"""The Python examples of README.md and of docs/guide.md run, in order, as one program each.
 
-Every ```python block of README.md is executed in the order of the README,
+Every ```python block of a document is executed in the document's order,
 all in one namespace (a later block uses the names of an earlier one), in a
-temporary folder. The models the examples load are the ones the README's
-quickstart trains, under the same file names, trained here small (the first
+temporary folder. The models the examples load are the ones the command-line
+examples train, under the same file names, trained here small (the first
 100-200 sentences, 2 passes): ``pos.npz`` (CRF on conll2000-pos), ``wsj.npz``,
-and for the Dutch example ``nl-upos.npz``, ``nl-xpos.npz`` and ``nl.npz``
-(UPOS and XPOS taggers and a parser reading both, on the first sentences of
-``$EGNLP_UD_DIR/nl_alpino-ud-test.conllu``). The examples that train call
-``load_dataset``; here it gives the first few sentences of each split, so
-that they train in seconds. Nothing else is changed: a block that raises
-fails the test with the README line it failed on.
+for the Portuguese examples ``pt-upos.npz`` and ``pt.npz`` (a UPOS tagger and
+a parser reading UPOS, on the first sentences of
+``$EGNLP_UD_DIR/pt_bosque-ud-test.conllu``), and for the Dutch ones
+``nl-upos.npz``, ``nl-xpos.npz`` and ``nl.npz`` (UPOS and XPOS taggers and a
+parser reading both, on ``nl_alpino-ud-test.conllu``). The examples that
+train call ``load_dataset``; here it gives the first few sentences of each
+split, so that they train in seconds. Nothing else is changed: a block that
+raises fails the test with the document's line it failed on.
 """
 
 from __future__ import annotations
@@ -19,15 +21,18 @@ import contextlib
 import io
 import os
 import re
+import shutil
 import traceback
 from pathlib import Path
 
 import pytest
 
+import egnlp
 import egnlp.corpora
 from egnlp.corpora import load_dataset, read_conll
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guide.md"
 # Sentences of each split that the examples' load_dataset gives (the real splits have thousands).
 SPLIT_SIZES = {"train": 20, "dev": 10, "test": 10}
 FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
@@ -62,35 +67,62 @@ def run_blocks(blocks: list[tuple[int, str]], name: str = "README.md") -> str:
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder with the model files the examples load, trained small."""
-    from egnlp.parser_training import train_parser
-    from egnlp.tagger_training import label_columns, train_crf_tagger
+    from egnlp import train_parser, train_tagger
+    from egnlp.tagger_training import label_columns
 
     folder = tmp_path_factory.mktemp("readme")
     pos = load_dataset("conll2000-pos", "train")[:200]
-    train_crf_tagger(*label_columns(pos)[:2], max_passes=2, data="conll2000-pos")[0].save(folder / "pos.npz")
+    train_tagger(*label_columns(pos)[:2], max_passes=2, data="conll2000-pos")[0].save(folder / "pos.npz")
     train_parser(load_dataset("wsj", "train")[:100], root="single", max_passes=2,
                  data="wsj")[0].save(folder / "wsj.npz")
-    dutch = read_conll(Path(os.environ["EGNLP_UD_DIR"]) / "nl_alpino-ud-test.conllu")[:100]
+    ud = Path(os.environ["EGNLP_UD_DIR"])
+    portuguese = read_conll(ud / "pt_bosque-ud-test.conllu")[:100]
+    train_tagger(*label_columns(portuguese, "upos")[:2], column="upos", max_passes=2)[0].save(folder / "pt-upos.npz")
+    train_parser(portuguese, tags="upos", max_passes=2)[0].save(folder / "pt.npz")
+    dutch = read_conll(ud / "nl_alpino-ud-test.conllu")[:100]
     for column, name in (("upos", "nl-upos.npz"), ("pos", "nl-xpos.npz")):
-        train_crf_tagger(*label_columns(dutch, column)[:2], column=column, max_passes=2)[0].save(folder / name)
+        train_tagger(*label_columns(dutch, column)[:2], column=column, max_passes=2)[0].save(folder / name)
     train_parser(dutch, root="single", tags="both", max_passes=2)[0].save(folder / "nl.npz")
     return folder
 
 
+def small_datasets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``load_dataset`` of the examples, as ``egnlp.load_dataset`` or ``egnlp.corpora.load_dataset``: the first
+    few sentences of each split."""
+    def small(name: str, split: str) -> list:
+        return load_dataset(name, split)[:SPLIT_SIZES[split]]
+
+    monkeypatch.setattr(egnlp.corpora, "load_dataset", small)
+    monkeypatch.setattr(egnlp, "load_dataset", small)
+
+
 def test_the_readme_has_its_python_examples() -> None:
     blocks = python_blocks(README.read_text(encoding="utf-8"))
-    assert len(blocks) >= 4
+    assert len(blocks) >= 2
     assert all(code.strip() for _, code in blocks)
 
 
 def test_the_readme_python_examples_run(models: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(models)
-    monkeypatch.setattr(egnlp.corpora, "load_dataset",
-                        lambda name, split: load_dataset(name, split)[:SPLIT_SIZES[split]])
-    before = {path.name for path in models.iterdir()}
+    small_datasets(monkeypatch)
     output = run_blocks(python_blocks(README.read_text(encoding="utf-8")))
-    assert output.strip()  # the examples print their results
-    assert {"es.npz", "es-pred.conll"} <= {path.name for path in models.iterdir()} - before
+    assert "# sent_id = 1" in output and "[('The', " in output  # the pipeline's CoNLL-U and the tags
+
+
+def test_the_guide_has_its_python_examples() -> None:
+    blocks = python_blocks(GUIDE.read_text(encoding="utf-8"))
+    assert len(blocks) >= 8
+    assert all(code.strip() for _, code in blocks)
+
+
+def test_the_guide_python_examples_run(models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for model in models.glob("*.npz"):  # a folder of its own: what the README's examples write is not here
+        shutil.copy(model, tmp_path / model.name)
+    monkeypatch.chdir(tmp_path)
+    small_datasets(monkeypatch)
+    output = run_blocks(python_blocks(GUIDE.read_text(encoding="utf-8")), "docs/guide.md")
+    assert "# sent_id = 1" in output  # the pipeline's CoNLL-U
+    assert {"es.npz", "es-pred.conll"} <= {path.name for path in tmp_path.iterdir()}
 
 
 def test_a_broken_example_fails_with_its_line() -> None:

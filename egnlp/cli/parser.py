@@ -211,7 +211,8 @@ def _report_training(model, result, out: Path, sets, seconds: float, quiet: bool
         print_json({"model": str(out), "trainer": info["trainer"], "converged": result.converged, "tree": model.tree,
                     "root": model.root, "final_on_root": model.final_on_root, "labeled": model.labeler is not None,
                     "train_sentences": len(sets.train), "dev_sentences": len(sets.dev or ()), "seconds": seconds,
-                    "final": result.final.as_dict(), **({"best_pass": info["best_pass"]} if "best_pass" in info else {})})
+                    "final": result.final.as_dict(),
+                    **({"best_pass": info["best_pass"]} if "best_pass" in info else {})})
     if "C_path" in info:
         note(f"best C on dev: {info['config']['C']:.4g}", quiet)
     status = ("converged" if result.converged else "stopped early (--patience)" if info.get("early_stop")

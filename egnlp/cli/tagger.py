@@ -165,7 +165,8 @@ def _report_training(tagger, result, settings: TaggerSettings, column: str, out:
                     "final": result.final.as_dict()})
     status = "converged" if result.converged else "stopped before converging"
     note(f"{status} after {counted(result.final.passes, 'pass')} ({result.final.eff_iters:.1f} effective "
-         f"iterations); {counted(len(tagger.labels), 'label')}, {counted(len(tagger.vocabulary or ()), 'training word form')}; "
+         f"iterations); {counted(len(tagger.labels), 'label')}, "
+         f"{counted(len(tagger.vocabulary or ()), 'training word form')}; "
          f"{seconds:.1f} s; model written to {out}", quiet)
 
 
