@@ -66,19 +66,21 @@ def test_C_path_prints_the_table_and_keeps_the_best_C_on_dev(small: dict[str, Pa
                    "--C-path", "100:1.5:3"))
 
 
-def _report(result, out: Path) -> tuple[dict, list[dict]]:
-    """A bench command's summary.json and curves.csv rows, once it has succeeded."""
+def _bench(out: Path, command: str, trainers: str, *options: object) -> tuple:
+    """``egnlp bench COMMAND`` on es with the runs ``trainers``: (its result, summary.json, curves.csv rows), once
+    it has succeeded with a summary of every run."""
+    result = run("bench", command, "--data", "es", *options, "--trainers", trainers, "--out", out)
     assert_ok(result)
     with open(out / "curves.csv", newline="") as fh:
-        return json.loads((out / "summary.json").read_text()), list(csv.DictReader(fh))
+        summary, rows = json.loads((out / "summary.json").read_text()), list(csv.DictReader(fh))
+    assert set(summary["runs"]) == set(trainers.split(","))
+    return result, summary, rows
 
 
 def test_bench_optimizers_writes_csv_plots_and_the_summary(tmp_path: Path) -> None:
     out = tmp_path / "opt"
-    result = run("bench", "optimizers", "--data", "es", "--limit", 12, "--C", 10, "--passes", 15,
-                 "--trainers", "eg-ll,eg-ll/cyclic/fixed,lbfgs", "--out", out)
-    summary, rows = _report(result, out)
-    assert set(summary["runs"]) == {"eg-ll", "eg-ll/cyclic/fixed", "lbfgs"}
+    result, summary, rows = _bench(out, "optimizers", "eg-ll,eg-ll/cyclic/fixed,lbfgs", "--limit", 12, "--C", 10,
+                                   "--passes", 15)
     assert min(float(r["primal"]) for r in rows) == pytest.approx(summary["optimum"])
     for spec, run_summary in summary["runs"].items():
         assert set(run_summary["eff_iters_to"]) == {"1e-2", "1e-3", "1e-4"}
@@ -102,10 +104,7 @@ def test_bench_rejects_a_trainer_of_the_other_objective(tmp_path: Path) -> None:
 
 def test_bench_rates_writes_gaps_thresholds_and_slopes(tmp_path: Path) -> None:
     out = tmp_path / "rates"
-    result = run("bench", "rates", "--data", "es", "--limit", 10, "--C", 100, "--passes", 20,
-                 "--trainers", "egr,eg-mm-batch,bcfw/gap", "--out", out)
-    summary, rows = _report(result, out)
-    assert set(summary["runs"]) == {"egr", "eg-mm-batch", "bcfw/gap"}
+    result, summary, rows = _bench(out, "rates", "egr,eg-mm-batch,bcfw/gap", "--limit", 10, "--C", 100, "--passes", 20)
     for spec, run_summary in summary["runs"].items():
         assert set(run_summary["eff_iters_to"]) == {"1e-1", "1e-2", "1e-3", "1e-4"}
         gaps = [(float(r["eff_iters"]), float(r["rel_gap"])) for r in rows if r["run"] == spec and r["rel_gap"]]
