@@ -129,3 +129,16 @@ def test_one_namespace_outside_the_checkout(tmp_path, code, error):
         assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
     else:
         assert result.returncode != 0 and error in result.stderr
+
+
+def test_the_public_names_import_from_egnlp_and_their_packages() -> None:
+    """``from egnlp import Parser, Tagger, Pipeline`` and ``from egnlp.parser import Parser`` work, and name the
+    same classes; the package faces load their modules only when a name is asked for."""
+    code = ("import sys\nimport egnlp, egnlp.parser, egnlp.tagger\n"
+            "assert 'egnlp.parser.parser_model' not in sys.modules and 'numpy' not in sys.modules\n"
+            "from egnlp import Parser, Pipeline, Tagger, train_parser, train_tagger, ParserSettings\n"
+            "from egnlp.parser import Parser as P\nfrom egnlp.tagger import Tagger as T\n"
+            "from egnlp.pipeline import Pipeline as L\n"
+            "assert (Parser, Tagger, Pipeline) == (P, T, L)\nprint('ok')")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
