@@ -273,8 +273,8 @@ def note(message: str, quiet: bool = False) -> None:
 
 
 def counted(n: int, noun: str) -> str:
-    """``1 sentence``, ``2 sentences``."""
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+    """``1 sentence``, ``2 sentences``, ``3 passes``."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}{'es' if noun.endswith(('s', 'x', 'ch', 'sh')) else 's'}"
 
 
 def report_rate(done: str, sentences: Sequence[Sequence], seconds: float, out: str | Path | None,
