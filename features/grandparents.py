@@ -41,9 +41,9 @@ import numpy as np
 from numba import njit
 
 from egnlp.features.arc_featurizer import read_only
-from egnlp.features.arc_parts import _classes, checked_vector
-from egnlp.features.arc_templates import CPOS, POS, WORD, EncodedCorpus, _key, _nonzero, dirdist_slot
-from egnlp.features.siblings import LayeredPartFeatures, PartAlphabet, SiblingPartFeatures, _id_sums, _lookup
+from egnlp.features.arc_parts import checked_vector, pair_classes
+from egnlp.features.arc_templates import CPOS, POS, WORD, EncodedCorpus, dirdist_slot, nonzero_key, template_key
+from egnlp.features.siblings import LayeredPartFeatures, PartAlphabet, SiblingPartFeatures, alphabet_id, id_sums
 
 #: Version of the grandparent template set, saved with third-order models and checked on load.
 GRAND_TEMPLATES_VERSION = "koo2010-grandparents-v1"
@@ -84,8 +84,8 @@ def _row_keys(atoms, base, g, m, out):
     pairs = ((gp, mp), (gw, mw), (gw, mp), (gp, mw), (gc, mc))
     for t in range(5):
         a, b = pairs[t]
-        out[2 * t] = _nonzero(_key(_T0 + t, a, b, 0, 0))
-        out[2 * t + 1] = _nonzero(_key(_T0 + t, a, b, slot, 1))
+        out[2 * t] = nonzero_key(template_key(_T0 + t, a, b, 0, 0))
+        out[2 * t + 1] = nonzero_key(template_key(_T0 + t, a, b, slot, 1))
 
 
 @njit(cache=True)
@@ -100,10 +100,10 @@ def _class_keys(atoms, base, g, h, m, out):
     gp, hp, mp = atoms[base + g, POS], atoms[base + h, POS], atoms[base + m, POS]
     gc, hc, mc = atoms[base + g, CPOS], atoms[base + h, CPOS], atoms[base + m, CPOS]
     d = _directions(g, h, m)
-    out[0] = _nonzero(_key(_T0 + 5, gp, hp, mp, 0))
-    out[1] = _nonzero(_key(_T0 + 5, gp, hp, mp, d + 1))
-    out[2] = _nonzero(_key(_T0 + 6, gc, hc, mc, 0))
-    out[3] = _nonzero(_key(_T0 + 6, gc, hc, mc, d + 1))
+    out[0] = nonzero_key(template_key(_T0 + 5, gp, hp, mp, 0))
+    out[1] = nonzero_key(template_key(_T0 + 5, gp, hp, mp, d + 1))
+    out[2] = nonzero_key(template_key(_T0 + 6, gc, hc, mc, 0))
+    out[3] = nonzero_key(template_key(_T0 + 6, gc, hc, mc, d + 1))
 
 
 @njit(cache=True)
@@ -137,9 +137,9 @@ def _compile(atoms, base, n, table_keys, table_vals):
             if g != m:
                 _row_keys(atoms, base, g, m, keys)
                 for j in range(N_ROW_KEYS):
-                    row_ids[g * size + m, j] = _lookup(table_keys, table_vals, keys[j])
+                    row_ids[g * size + m, j] = alphabet_id(table_keys, table_vals, keys[j])
     tag = np.empty(size, dtype=np.int64)
-    nt = _classes(atoms[base: base + size, POS].copy(), atoms[base: base + size, CPOS].copy(), tag)
+    nt = pair_classes(atoms[base: base + size, POS].copy(), atoms[base: base + size, CPOS].copy(), tag)
     memo = np.full(nt * nt * nt * 4, -1, dtype=np.int32)
     class_ids = np.empty((64, N_CLASS_KEYS), dtype=np.int32)
     ckeys = np.empty(N_CLASS_KEYS, dtype=np.uint64)
@@ -159,7 +159,7 @@ def _compile(atoms, base, n, table_keys, table_vals):
                         class_ids = grown
                     _class_keys(atoms, base, g, h, m, ckeys)
                     for j in range(N_CLASS_KEYS):
-                        class_ids[n_classes, j] = _lookup(table_keys, table_vals, ckeys[j])
+                        class_ids[n_classes, j] = alphabet_id(table_keys, table_vals, ckeys[j])
                     memo[at] = n_classes
                     n_classes += 1
     return row_ids, tag, nt, memo, class_ids[:n_classes].copy()
@@ -169,9 +169,9 @@ def _compile(atoms, base, n, table_keys, table_vals):
 def _scores(size, row_ids, tag, nt, memo, class_ids, w, out):
     """out[(g size + h) size + m] = the row's and the class's weights of every grandparent part, 0 elsewhere."""
     row_w = np.empty(row_ids.shape[0])
-    _id_sums(row_ids, w, row_w)
+    id_sums(row_ids, w, row_w)
     class_w = np.empty(class_ids.shape[0])
-    _id_sums(class_ids, w, class_w)
+    id_sums(class_ids, w, class_w)
     for g in range(size):
         for h in range(size):
             for m in range(size):

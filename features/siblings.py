@@ -39,8 +39,8 @@ import numpy as np
 from numba import njit
 
 from egnlp.features.arc_featurizer import read_only
-from egnlp.features.arc_parts import PartRanges, _classes, check_target, checked_vector
-from egnlp.features.arc_templates import CPOS, POS, WORD, EncodedCorpus, _key, _nonzero, dirdist_slot
+from egnlp.features.arc_parts import PartRanges, check_target, checked_vector, pair_classes
+from egnlp.features.arc_templates import CPOS, POS, WORD, EncodedCorpus, dirdist_slot, nonzero_key, template_key
 from egnlp.features.hashing import KeyTable, hash_string, table_lookup
 
 #: Version of the sibling template set, saved with second-order models and checked on load.
@@ -79,8 +79,8 @@ def _row_keys(atoms, base, s, m, slot, out):
     pairs = ((sp, mp), (sw, mw), (sw, mp), (sp, mw), (sc, mc))
     for t in range(5):
         a, b = pairs[t]
-        out[2 * t] = _nonzero(_key(_T0 + t, a, b, 0, 0))
-        out[2 * t + 1] = _nonzero(_key(_T0 + t, a, b, slot, 1))
+        out[2 * t] = nonzero_key(template_key(_T0 + t, a, b, 0, 0))
+        out[2 * t + 1] = nonzero_key(template_key(_T0 + t, a, b, slot, 1))
 
 
 @njit(cache=True)
@@ -90,10 +90,10 @@ def _class_keys(atoms, base, h, s, m, slot, out):
     sc = atoms[base + s, CPOS] if s >= 0 else _NONE
     hp, mp = atoms[base + h, POS], atoms[base + m, POS]
     hc, mc = atoms[base + h, CPOS], atoms[base + m, CPOS]
-    out[0] = _nonzero(_key(_T0 + 5, hp, sp, mp, 0))
-    out[1] = _nonzero(_key(_T0 + 5, hp, sp, mp, slot + 16))
-    out[2] = _nonzero(_key(_T0 + 6, hc, sc, mc, 0))
-    out[3] = _nonzero(_key(_T0 + 6, hc, sc, mc, slot + 16))
+    out[0] = nonzero_key(template_key(_T0 + 5, hp, sp, mp, 0))
+    out[1] = nonzero_key(template_key(_T0 + 5, hp, sp, mp, slot + 16))
+    out[2] = nonzero_key(template_key(_T0 + 6, hc, sc, mc, 0))
+    out[3] = nonzero_key(template_key(_T0 + 6, hc, sc, mc, slot + 16))
 
 
 @njit(cache=True)
@@ -132,7 +132,9 @@ def _gold_keys(atoms, base, heads, out, c):
 
 
 @njit(cache=True)
-def _lookup(table_keys, table_vals, key):
+def alphabet_id(table_keys, table_vals, key):
+    """The id of ``key`` in a part alphabet's table (:class:`~egnlp.features.hashing.KeyTable`), -1 when
+    it is absent or the alphabet is empty."""
     return table_lookup(table_keys, table_vals, key) if table_keys.shape[0] > 0 else -1
 
 
@@ -146,17 +148,17 @@ def _compile(atoms, base, n, table_keys, table_vals):
             if abs(s - m) >= 1:
                 _row_keys(atoms, base, s, m, dirdist_slot(s, m), keys)
                 for j in range(N_ROW_KEYS):
-                    row_ids[s * size + m, j] = _lookup(table_keys, table_vals, keys[j])
+                    row_ids[s * size + m, j] = alphabet_id(table_keys, table_vals, keys[j])
     for h in range(size):  # rows without a sibling
         for m in range(1, size):
             if m != h:
                 _row_keys(atoms, base, -1, m, dirdist_slot(h, m), keys)
                 for j in range(N_ROW_KEYS):
-                    row_ids[size * size + h * size + m, j] = _lookup(table_keys, table_vals, keys[j])
+                    row_ids[size * size + h * size + m, j] = alphabet_id(table_keys, table_vals, keys[j])
     # classes of (head tag, sibling tag, modifier tag, slot): sentence-local tag numbers, the sibling's
     # n_tags when there is none
     tag = np.empty(size, dtype=np.int64)
-    nt = _classes(atoms[base: base + size, POS].copy(), atoms[base: base + size, CPOS].copy(), tag)
+    nt = pair_classes(atoms[base: base + size, POS].copy(), atoms[base: base + size, CPOS].copy(), tag)
     memo = np.full(nt * (nt + 1) * nt * 16, -1, dtype=np.int32)
     part_class = np.empty(n_parts(size), dtype=np.int32)
     class_ids = np.empty((64, N_CLASS_KEYS), dtype=np.int32)
@@ -179,7 +181,7 @@ def _compile(atoms, base, n, table_keys, table_vals):
                         class_ids = grown
                     _class_keys(atoms, base, h, s, m, slot, ckeys)
                     for j in range(N_CLASS_KEYS):
-                        class_ids[n_classes, j] = _lookup(table_keys, table_vals, ckeys[j])
+                        class_ids[n_classes, j] = alphabet_id(table_keys, table_vals, ckeys[j])
                     memo[at] = n_classes
                     n_classes += 1
                 part_class[p] = memo[at]
@@ -188,7 +190,8 @@ def _compile(atoms, base, n, table_keys, table_vals):
 
 
 @njit(cache=True)
-def _id_sums(ids, w, out):
+def id_sums(ids, w, out):
+    """out[r] = the sum of w[ids[r, j]] over the ids of row r that are not -1; ids (rows, k) int32."""
     for r in range(ids.shape[0]):
         total = 0.0
         for j in range(ids.shape[1]):
@@ -202,9 +205,9 @@ def _id_sums(ids, w, out):
 def _scores(size, arc, row_ids, part_class, class_ids, w, out):
     """out[p] = arc[h, m] + the row's and the class's weights, for every part p of the sentence."""
     row_w = np.empty(row_ids.shape[0])
-    _id_sums(row_ids, w, row_w)
+    id_sums(row_ids, w, row_w)
     class_w = np.empty(class_ids.shape[0])
-    _id_sums(class_ids, w, class_w)
+    id_sums(class_ids, w, class_w)
     p = 0
     for h in range(size):
         for m in range(1, size):

@@ -96,8 +96,8 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from egnlp.parser.eisner import _is_single_root
-from egnlp.parser.eisner_siblings import _check_heads, _check_theta
+from egnlp.parser.eisner_siblings import check_theta
+from egnlp.parser.tree_checks import check_tree, is_single_root, solve
 
 __all__ = [
     "grand_argmax",
@@ -509,7 +509,7 @@ def grand_parts(heads: ArrayLike) -> NDArray[np.int64]:
         attached to the root have no grandparent part, so k = n - (number of
         root children).
     """
-    arr = _check_heads(heads)
+    arr = check_tree(heads)
     m = np.arange(1, arr.shape[0], dtype=np.int64)
     h = arr[1:]
     keep = h >= 1
@@ -559,8 +559,8 @@ def _check_grand(G: ArrayLike, size: int) -> NDArray[np.float64]:
 
 def _prepare(theta: ArrayLike, G: ArrayLike, size: int, root: str):
     """(theta, off, G, single) validated for the kernels."""
-    single = _is_single_root(root)
-    arr, off = _check_theta(theta, size)
+    single = is_single_root(root)
+    arr, off = check_theta(theta, size)
     return arr, off, _check_grand(G, off.shape[0]), single
 
 
@@ -581,10 +581,7 @@ def grand_argmax(theta: ArrayLike, G: ArrayLike, size: int, root: str = "multi")
     Raises:
         ValueError: invalid input, or every tree has score -inf.
     """
-    best, heads = _argmax_kernel(*_prepare(theta, G, size, root))
-    if best == -np.inf:
-        raise ValueError("every tree in the tree space has score -inf")
-    return heads
+    return solve(_argmax_kernel, _prepare(theta, G, size, root))[1]
 
 
 def grand_log_partition(theta: ArrayLike, G: ArrayLike, size: int, root: str = "multi") -> float:
@@ -629,9 +626,8 @@ def grand_marginals(
     Raises:
         ValueError: invalid input, or every tree has score -inf.
     """
-    log_z, mu_sib, mu_grand = _inside_outside_kernel(*_prepare(theta, G, size, root))
-    if log_z == -np.inf:
-        raise ValueError("every tree in the tree space has score -inf; marginals are undefined")
+    log_z, mu_sib, mu_grand = solve(_inside_outside_kernel, _prepare(theta, G, size, root),
+                                    "; marginals are undefined")
     np.minimum(mu_sib, 1.0, out=mu_sib)
     np.minimum(mu_grand, 1.0, out=mu_grand)
     return float(log_z), mu_sib, mu_grand

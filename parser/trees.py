@@ -24,7 +24,6 @@ PROJECTIVE = "projective"
 NON_PROJECTIVE = "non-projective"
 AUTO = "auto"
 TREES = (PROJECTIVE, NON_PROJECTIVE)
-ROOTS = ("single", "multi")
 # ``auto`` picks the non-projective space when more than this share of training trees is non-projective.
 AUTO_NON_PROJECTIVE_SHARE = 0.01
 
@@ -52,13 +51,6 @@ def tree_space(name: str) -> TreeSpace:
         return _SPACES[name]
     except KeyError:
         raise ValueError(f"tree must be one of {', '.join(TREES)}, not {name!r}") from None
-
-
-def check_root(root: str) -> str:
-    """``root`` if it is ``single`` or ``multi``; ValueError otherwise."""
-    if root not in ROOTS:
-        raise ValueError(f"root must be 'single' or 'multi', not {root!r}")
-    return root
 
 
 def choose_tree(heads_list: Sequence[Sequence[int]], tree: str = AUTO) -> str:

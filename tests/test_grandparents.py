@@ -10,7 +10,7 @@ import pytest
 
 from egnlp.parser_training import build_parsing_problem, train_parser
 from egnlp.corpora import load_dataset
-from egnlp.features.arc_templates import CPOS, POS, WORD, _key, dirdist_slot
+from egnlp.features.arc_templates import CPOS, POS, WORD, dirdist_slot, template_key
 from egnlp.features.grandparents import _T0
 from egnlp.parser.eisner_siblings import n_sibling_parts, sibling_indicator
 from egnlp.parser.eisner_grandparents import grand_argmax, grand_indicator
@@ -44,9 +44,9 @@ def _reference_keys(atoms, base, g, h, m):
     d = (1 if g < h else 0) + (2 if h < m else 0)
     keys = []
     for t, (a, b) in enumerate([(gp, mp), (gw, mw), (gw, mp), (gp, mw), (gc, mc)]):
-        keys += [_key(_T0 + t, a, b, 0, 0), _key(_T0 + t, a, b, slot, 1)]
-    keys += [_key(_T0 + 5, gp, hp, mp, 0), _key(_T0 + 5, gp, hp, mp, d + 1),
-             _key(_T0 + 6, gc, hc, mc, 0), _key(_T0 + 6, gc, hc, mc, d + 1)]
+        keys += [template_key(_T0 + t, a, b, 0, 0), template_key(_T0 + t, a, b, slot, 1)]
+    keys += [template_key(_T0 + 5, gp, hp, mp, 0), template_key(_T0 + 5, gp, hp, mp, d + 1),
+             template_key(_T0 + 6, gc, hc, mc, 0), template_key(_T0 + 6, gc, hc, mc, d + 1)]
     return keys
 
 

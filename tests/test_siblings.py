@@ -13,7 +13,7 @@ from egnlp.parser_training import (DEV_CACHE_BYTES, FEATURE_CACHE_BYTES, build_p
                        train_parser)
 from egnlp.corpora import load_dataset
 from egnlp.features.arc_parts import CacheBudget
-from egnlp.features.arc_templates import CPOS, POS, WORD, _key, dirdist_slot
+from egnlp.features.arc_templates import CPOS, POS, WORD, dirdist_slot, template_key
 from egnlp.features.siblings import _NONE, _T0
 from egnlp.parser.eisner_siblings import n_sibling_parts, sibling_argmax, sibling_indicator, sibling_offsets, tree_parts
 from egnlp.parser.parsing_problem import sibling_loss
@@ -40,9 +40,9 @@ def _reference_keys(atoms, base, h, s, m):
     hp, hc = atoms[base + h, POS], atoms[base + h, CPOS]
     keys = []
     for t, (a, b) in enumerate([(sp, mp), (sw, mw), (sw, mp), (sp, mw), (sc, mc)]):
-        keys += [_key(_T0 + t, a, b, 0, 0), _key(_T0 + t, a, b, slot, 1)]
-    keys += [_key(_T0 + 5, hp, sp, mp, 0), _key(_T0 + 5, hp, sp, mp, slot + 16),
-             _key(_T0 + 6, hc, sc, mc, 0), _key(_T0 + 6, hc, sc, mc, slot + 16)]
+        keys += [template_key(_T0 + t, a, b, 0, 0), template_key(_T0 + t, a, b, slot, 1)]
+    keys += [template_key(_T0 + 5, hp, sp, mp, 0), template_key(_T0 + 5, hp, sp, mp, slot + 16),
+             template_key(_T0 + 6, hc, sc, mc, 0), template_key(_T0 + 6, hc, sc, mc, slot + 16)]
     return keys
 
 
