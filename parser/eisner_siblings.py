@@ -33,14 +33,8 @@ The cells (h, m) follow each other in row-major order; the cells with m == 0
 or m == h hold no parts (their ``off`` is where the next cell starts).
 Entries of ``theta`` are finite, or -inf for a part no tree may use.
 
-Tree spaces, chosen by ``root``:
-
-* ``"multi"``: every projective tree rooted at 0; the root may have any
-  number of children.
-* ``"single"``: the projective trees in which the root has exactly one child.
-
-Projective means that no two arcs cross when the root is drawn at position 0,
-left of the words.
+Tree spaces, chosen by ``root``: the projective trees of :mod:`egnlp.parser.eisner`,
+with any number of root children (``"multi"``) or exactly one (``"single"``).
 
 Chart layout (shared by all kernels)
 ------------------------------------
@@ -83,7 +77,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from egnlp.parser.eisner import complete_items, complete_items_adjoint, lse_pair_adjoint, reduce_split
-from egnlp.parser.tree_checks import check_tree, is_single_root, solve
+from egnlp.parser.tree_checks import check_tree, float_scores, is_single_root, solve
 
 __all__ = [
     "n_sibling_parts",
@@ -479,14 +473,7 @@ def check_theta(theta: ArrayLike, size: int) -> tuple[NDArray[np.float64], NDArr
         raise ValueError(
             f"theta must have n_sibling_parts({size}) = {expected} entries, got {arr.shape[0]}"
         )
-    if not np.issubdtype(arr.dtype, np.floating):
-        raise ValueError(f"theta must hold floating-point values, got dtype {arr.dtype}")
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
-    if not (arr < np.inf).all():  # false for NaN and +inf
-        if np.isnan(arr).any():
-            raise ValueError("theta contains NaN")
-        raise ValueError("theta contains +inf (only finite values and -inf are allowed)")
-    return arr, _offsets(size)
+    return float_scores(arr, "theta"), _offsets(size)
 
 
 def _prepare(theta: ArrayLike, size: int, root: str) -> tuple[NDArray[np.float64], NDArray[np.int64], bool]:

@@ -51,6 +51,13 @@ def check_scores(scores: ArrayLike, name: str = "scores") -> NDArray[np.float64]
         raise ValueError(
             f"{name} must have shape (n+1, n+1) with at least one word (n >= 1), got {arr.shape}"
         )
+    return float_scores(arr, name)
+
+
+def float_scores(arr: np.ndarray, name: str) -> NDArray[np.float64]:
+    """Part scores ``arr`` (of a shape already checked) as C-contiguous float64, after checking that they
+    are floating-point values, none NaN or +inf (-inf marks a part no tree may use); ``name`` names them
+    in the errors."""
     if arr.dtype.kind != "f":  # np.issubdtype(arr.dtype, np.floating), without its cost on every sentence
         raise ValueError(f"{name} must hold floating-point values, got dtype {arr.dtype}")
     arr = np.ascontiguousarray(arr, dtype=np.float64)

@@ -27,11 +27,8 @@ from egnlp.parser.eisner_siblings import (
     tree_parts,
 )
 
-from tree_space_checks import (KNOWN_PROJECTIVE_COUNTS, count_projective_trees, head_of_part, in_space,
-                               modifier_of_part, projective_trees, random_tree)
-
-ROOTS = ("multi", "single")
-KINDS = ("normal", "forbid", "ties")
+from tree_space_checks import (KINDS, KNOWN_PROJECTIVE_COUNTS, ROOTS, check_invalid_trees, count_projective_trees,
+                               head_of_part, in_space, modifier_of_part, projective_trees, random_tree)
 
 
 @functools.lru_cache(maxsize=None)
@@ -324,20 +321,7 @@ def test_layout_and_tree_functions_reject_bad_input():
             sibling_offsets(size)
         with pytest.raises(ValueError, match="size"):
             n_sibling_parts(size)
-    for heads, match in [
-        ([0, 0], "heads\\[0\\]"),
-        ([-1, 1], "differ"),
-        ([-1, 3, 0], "0..n"),
-        ([-1, 2, 1], "cycle"),
-        ([-1, 0, 3, 2], "cycle"),
-        ([-1], "length"),
-        ([[-1, 0]], "1-D"),
-        ([-1.0, 0.0], "integers"),
-    ]:
-        with pytest.raises(ValueError, match=match):
-            tree_parts(np.array(heads))
-        with pytest.raises(ValueError, match=match):
-            sibling_indicator(np.array(heads))
+    check_invalid_trees(tree_parts, sibling_indicator)
 
 
 @pytest.mark.parametrize("root", ROOTS)
