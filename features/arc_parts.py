@@ -514,6 +514,8 @@ def _scatter(cs, coef, target, record, pair_record):
                 for q in range(pair_ptr[r], pair_ptr[r + 1]):
                     pair_record[pairs] = pair_ids[q]
                     pairs += 1
+            # the walk over the arc's in-between entries of _scores, written out in both: a helper (inlined)
+            # listing the entries in a buffer made scores and scatter 1.09 times slower (es train, 8 pairs)
             if abs(h - m) >= 2:
                 for j in range(2):
                     pb = pair_block[j, tags[j, h], tags[j, m]]
