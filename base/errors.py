@@ -7,6 +7,22 @@ as one ``error: ...`` line, with the exit status of the class; any other
 exception is a bug in egnlp and keeps its traceback.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def registered(table: Mapping[str, T], name: str, error: Callable[[str], Exception]) -> T:
+    """``table[name]``; for a name the table lacks, the exception ``error(names)`` (``names``: the table's
+    names joined by ", ", for a one-line message that lists them)."""
+    try:
+        return table[name]
+    except KeyError:
+        raise error(", ".join(table)) from None
+
 
 class EgnlpError(Exception):
     """Something the user gave egnlp cannot be used; ``str()`` is one line. Exit status 1 on the command line."""

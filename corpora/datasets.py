@@ -68,7 +68,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .conll import parse_conll, read_conll
-from egnlp.base.errors import CorpusError, DataNotFoundError
+from egnlp.base.errors import CorpusError, DataNotFoundError, registered
 from egnlp.base.files import decode
 from .malt import parse_malt_tab
 from .sentence import Sentence
@@ -437,10 +437,7 @@ def guess_root(sentences: Sequence[Sentence]) -> str:
 
 def _get(name: str) -> _Dataset:
     """Return a registered data set or raise a CorpusError listing the names."""
-    try:
-        return DATASETS[name]
-    except KeyError:
-        raise CorpusError(f"unknown data set '{name}'; data sets: {', '.join(DATASETS)}") from None
+    return registered(DATASETS, name, lambda names: CorpusError(f"unknown data set '{name}'; data sets: {names}"))
 
 
 def _resource(package: str) -> str:

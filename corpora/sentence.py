@@ -36,6 +36,11 @@ MAX_WORDS = 500  # the longest sentence egnlp reads, parses or trains on (see th
 LABEL_COLUMNS = ("pos", "chunk", "upos")
 
 
+def _column(index: int, doc: str) -> property:
+    """A read-only property of a :class:`Sentence`: the strings of column ``index`` of its words, a list[str]."""
+    return property(lambda sentence: [row[index] for row in sentence.rows], doc=doc)
+
+
 @dataclass
 class Sentence:
     """One sentence of word tokens.
@@ -85,30 +90,11 @@ class Sentence:
     def __len__(self) -> int:
         return len(self.rows)
 
-    @property
-    def forms(self) -> list[str]:
-        """Word forms (FORM column)."""
-        return [row[FORM] for row in self.rows]
-
-    @property
-    def lemmas(self) -> list[str]:
-        """Lemmas (LEMMA column)."""
-        return [row[LEMMA] for row in self.rows]
-
-    @property
-    def cpos(self) -> list[str]:
-        """Coarse tags (CoNLL-X CPOSTAG, CoNLL-U UPOS)."""
-        return [row[CPOS] for row in self.rows]
-
-    @property
-    def pos(self) -> list[str]:
-        """Fine tags (CoNLL-X POSTAG, CoNLL-U XPOS)."""
-        return [row[POS] for row in self.rows]
-
-    @property
-    def feats(self) -> list[str]:
-        """Morphological features (FEATS column), unparsed."""
-        return [row[FEATS] for row in self.rows]
+    forms = _column(FORM, "Word forms (FORM column).")
+    lemmas = _column(LEMMA, "Lemmas (LEMMA column).")
+    cpos = _column(CPOS, "Coarse tags (CoNLL-X CPOSTAG, CoNLL-U UPOS).")
+    pos = _column(POS, "Fine tags (CoNLL-X POSTAG, CoNLL-U XPOS).")
+    feats = _column(FEATS, "Morphological features (FEATS column), unparsed.")
 
     @property
     def deprels(self) -> list[str] | None:

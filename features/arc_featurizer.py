@@ -26,12 +26,11 @@ from typing import Iterator, NamedTuple
 import numpy as np
 from numba import njit
 
-from egnlp.features.arc_templates import (_BETWEEN_COLS, TAG_COLUMNS, _N_BETWEEN, _N_FIXED, CPOS, FEATS, LEMMA,
-                                          N_ATOMS, N_PAIR, N_SLOTS, POS, TEMPLATES_VERSION, USE_FEATS, USE_LEMMA, WORD,
-                                          EncodedCorpus,
-                                          _between_key, _bias_key, _gold_alphabet, _head_prefixes, _max_length,
-                                          _modifier_atoms, _n_sets, _prefix_key, _prefix_pair_keys, _token_keys,
-                                          arc_keys, dirdist_slot, encode)
+from egnlp.features.arc_templates import (BETWEEN_COLUMNS, CPOS, FEATS, LEMMA, N_ATOMS, N_BETWEEN, N_FIXED, N_PAIR,
+                                          N_SLOTS, POS, TAG_COLUMNS, TEMPLATES_VERSION, USE_FEATS, USE_LEMMA, WORD,
+                                          EncodedCorpus, arc_keys, between_key, bias_key, dirdist_slot, encode,
+                                          gold_alphabet, head_prefixes, max_length, modifier_atoms, n_pair_sets,
+                                          prefix_key, prefix_pair_keys, token_keys)
 from egnlp.features.csr import PartFeatures
 from egnlp.features.hashing import (KeyTable, StringHasher, cached_lookup, combine, new_cache, popcount,
                                     prefetch, table_lookup)
@@ -80,7 +79,7 @@ class BetweenStore(NamedTuple):
     """The in-between weights that :func:`_between_counted` has summed, kept for every sentence of an
     encoded block (:meth:`ArcFeaturizer.block_arc_scores`) or made for one sentence (``n_tags`` 0).
 
-    ``ids[row, j]`` numbers the tags of column ``_BETWEEN_COLS[j]`` over the block's rows (< ``n_tags``);
+    ``ids[row, j]`` numbers the tags of column ``BETWEEN_COLUMNS[j]`` over the block's rows (< ``n_tags``);
     ``memo_key``/``memo_row`` hold each trigram's key and packed ids (key 0: not looked up yet), at
     ``((j n_tags + head tag) n_tags + modifier tag) n_tags + tag between``; ``sums`` the weight of a
     trigram alone plus in a slot (NaN: not summed yet), at ``(((j n_tags + head tag) n_tags + modifier
@@ -115,7 +114,7 @@ class TokenStore(NamedTuple):
     filled: np.ndarray  # (size,) bool: whether the entry holds a token
     head: np.ndarray  # (size, N_SLOTS) float64
     mod: np.ndarray  # (size, N_SLOTS) float64
-    known: np.ndarray  # (size, 2) int64: its head bits and its modifier bits (_known_bits)
+    known: np.ndarray  # (size, 2) int64: its head bits and its modifier bits (known_bits)
 
 
 # Entries of a TokenStore: frequent words recur within a block and 4,096 keep most of them (pt_bosque dev x8:
@@ -142,7 +141,7 @@ def read_only(w: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def _hashed_id(key, slot, hash_bits):
+def hashed_id(key, slot, hash_bits):
     """Hash mode: the id of ``key`` in ``slot``."""
     return np.int64(combine(key, slot) >> np.uint64(64 - hash_bits))
 
@@ -301,7 +300,7 @@ def _arc_ids(sentence, h, m, flags, lookup, keys, ids):
     """Feature ids of arc h -> m of ``sentence`` written to ``ids``; returns their number.
 
     ``sentence``: a :class:`SentenceAtoms`; ``lookup``: a :class:`KeyLookup`;
-    ``keys`` (_N_FIXED + _N_BETWEEN * n,) uint64 is work space for
+    ``keys`` (N_FIXED + N_BETWEEN * n,) uint64 is work space for
     :func:`arc_keys`; ``ids`` (2 * keys.shape[0],) int64.
     """
     k = arc_keys(sentence.atoms, sentence.base, sentence.n, h, m, flags, keys)
@@ -310,8 +309,8 @@ def _arc_ids(sentence, h, m, flags, lookup, keys, ids):
     for j in range(k):
         key = keys[j]
         if lookup.hash_bits > 0:
-            ids[c] = _hashed_id(key, 0, lookup.hash_bits)
-            ids[c + 1] = _hashed_id(key, slot, lookup.hash_bits)
+            ids[c] = hashed_id(key, 0, lookup.hash_bits)
+            ids[c + 1] = hashed_id(key, slot, lookup.hash_bits)
             c += 2
             continue
         row = _key_row(lookup, key)
@@ -333,7 +332,7 @@ def _entry_bound(tok_ptr):
         for h in range(n + 1):
             for m in range(1, n + 1):
                 if h != m:
-                    total += 2 * (_N_FIXED + _N_BETWEEN * (abs(h - m) - 1))
+                    total += 2 * (N_FIXED + N_BETWEEN * (abs(h - m) - 1))
     return total
 
 
@@ -345,8 +344,8 @@ def _extract(tok_ptr, atoms, flags, lookup, feat_ptr, feat_ids):
     :func:`_entry_bound` entries) int32, parts as in the module docstring;
     ``lookup``: a :class:`KeyLookup`.
     """
-    max_n = _max_length(tok_ptr)
-    keys = np.empty(_N_FIXED + _N_BETWEEN * max_n, dtype=np.uint64)
+    max_n = max_length(tok_ptr)
+    keys = np.empty(N_FIXED + N_BETWEEN * max_n, dtype=np.uint64)
     ids = np.empty(2 * keys.shape[0], dtype=np.int64)
     p = 0
     c = 0
@@ -406,7 +405,7 @@ def _add_slot_weights(keys, c, lookup, weights, rows, acc):
     if hash_bits > 0:
         for j in range(c):
             for slot in range(N_SLOTS):
-                acc[slot] += w[_hashed_id(keys[j], slot, hash_bits)]
+                acc[slot] += w[hashed_id(keys[j], slot, hash_bits)]
         return
     _lookup_rows(lookup, keys, 0, c, rows)
     for j in range(c):
@@ -420,10 +419,10 @@ def _add_slot_weights(keys, c, lookup, weights, rows, acc):
 
 
 @njit(cache=True)
-def _known_bits(rows, n_sets, shift):
+def known_bits(rows, n_sets, shift):
     """Bits (4j + shift, 4j + shift + 1) for the rows of the word.tag and word keys of each pair set j.
 
-    ``rows`` holds the lookups of :func:`_token_keys` (head or modifier)
+    ``rows`` holds the lookups of :func:`token_keys` (head or modifier)
     (three keys per set, the word.tag key first, then the word key); the
     other bits stay set.
     """
@@ -439,7 +438,7 @@ def _known_bits(rows, n_sets, shift):
 @njit(cache=True)
 def _word_pairs(prefixes, mod_atoms, known, h, n, flags, lookup, keys, rows, pairs, allowed):
     """pairs[m]: bit j set when the hw.mw key of pair set j of h -> m is in the alphabet (alphabet mode),
-    for :func:`~egnlp.features.arc_templates._prefix_pair_keys`; ``known`` the bits of :func:`_known_bits`.
+    for :func:`~egnlp.features.arc_templates.prefix_pair_keys`; ``known`` the bits of :func:`known_bits`.
 
     Every key of a gold arc is in an alphabet that :meth:`ArcFeaturizer.fit` built, so hw.mw absent rules
     out hw.hp.mw.mp, hw.mw.mp and hw.hp.mw, as in training (:func:`egnlp.features.arc_parts._pair_lookups`).
@@ -450,7 +449,7 @@ def _word_pairs(prefixes, mod_atoms, known, h, n, flags, lookup, keys, rows, pai
     rounds of lookups over a fixed layout of the keys (every rule of arc_parts) 1.0 to 1.1 of the time.
     """
     size = n + 1
-    n_sets = _n_sets(flags)
+    n_sets = n_pair_sets(flags)
     c = 0
     for m in range(1, size):
         if m == h or not allowed[m]:
@@ -458,7 +457,7 @@ def _word_pairs(prefixes, mod_atoms, known, h, n, flags, lookup, keys, rows, pai
         bits = known[h] & known[size + m]
         for j in range(n_sets):
             if (bits >> (4 * j)) & 10 == 10:  # the head's word and the modifier's word are in the alphabet
-                keys[c] = _prefix_key(prefixes, mod_atoms, h, m, 7 * j + 5)
+                keys[c] = prefix_key(prefixes, mod_atoms, h, m, 7 * j + 5)
                 c += 1
     _lookup_rows(lookup, keys, 0, c, rows)
     c = 0
@@ -576,16 +575,18 @@ def _between_counted(atoms, base, n, lookup, w, out, ids, n_tags, merged, memo_k
                             for c in range(j, 2 if merged else j + 1):
                                 i = ((c * n_tags + ids[h, j]) * n_tags + ids[m, j]) * n_tags + t
                                 if memo_key[i] == 0:  # keys are never 0
-                                    pcol = _BETWEEN_COLS[c]
-                                    memo_key[i] = _between_key(c, atoms[base + h, pcol], atoms[base + where[j, t], pcol],
+                                    pcol = BETWEEN_COLUMNS[c]
+                                    memo_key[i] = between_key(c, atoms[base + h, pcol], atoms[base + where[j, t], pcol],
                                                                atoms[base + m, pcol])
                                     memo_row[i] = -1 if hash_bits > 0 else table_lookup(lookup.table_keys,
                                                                                          lookup.table_vals, memo_key[i])
                                 # written out as in _add_between and _arc_scores: a helper for this miss path,
-                                # which takes the weights, made the summed loop 1.2 to 1.4 times slower
+                                # which takes the weights, made the summed loop 1.2 to 1.4 times slower, and
+                                # helpers shared with _add_between, inlined by Numba (inline="always"), took
+                                # 1.02 to 1.08 times as long over the arc scores of es test x4 (paired runs)
                                 if hash_bits > 0:
                                     key = memo_key[i]
-                                    v += w[_hashed_id(key, 0, hash_bits)] + w[_hashed_id(key, slot, hash_bits)]
+                                    v += w[hashed_id(key, 0, hash_bits)] + w[hashed_id(key, slot, hash_bits)]
                                 elif memo_row[i] >= 0:
                                     i0, i1 = slot_id(memo_row[i], 0), slot_id(memo_row[i], slot)
                                     v += (w[i0] if i0 >= 0 else 0.0) + (w[i1] if i1 >= 0 else 0.0)
@@ -646,14 +647,14 @@ def _add_between(atoms, base, n, lookup, w, out, store):
                     tags = tags_hm * n_tags + local[b]  # < 2 (n + 1)^3: exact up to a million words
                     i = tags if dense else np.int64((np.uint64(tags) * _GOLDEN) >> np.uint64(64 - _MEMO_BITS))
                     if memo_tags[i] != tags:
-                        pcol = _BETWEEN_COLS[j]
-                        key = _between_key(j, atoms[base + h, pcol], atoms[base + b, pcol], atoms[base + m, pcol])
+                        pcol = BETWEEN_COLUMNS[j]
+                        key = between_key(j, atoms[base + h, pcol], atoms[base + b, pcol], atoms[base + m, pcol])
                         memo_tags[i] = tags
                         memo_key[i] = key
                         memo_row[i] = -1 if hash_bits > 0 else table_lookup(lookup.table_keys, lookup.table_vals, key)
                     if hash_bits > 0:
                         key = memo_key[i]
-                        acc += w[_hashed_id(key, 0, hash_bits)] + w[_hashed_id(key, slot, hash_bits)]
+                        acc += w[hashed_id(key, 0, hash_bits)] + w[hashed_id(key, slot, hash_bits)]
                     elif memo_row[i] >= 0:
                         i0, i1 = slot_id(memo_row[i], 0), slot_id(memo_row[i], slot)
                         acc += (w[i0] if i0 >= 0 else 0.0) + (w[i1] if i1 >= 0 else 0.0)
@@ -687,7 +688,7 @@ def _allowed_arcs(prefixes, mod_atoms, atoms, base, n, lookup, allowed):
                 continue
             i = local[h] * t + local[m]
             if memo[i] == -2:
-                memo[i] = _key_row(lookup, _prefix_key(prefixes, mod_atoms, h, m, _COARSE_TAG_PAIR))
+                memo[i] = _key_row(lookup, prefix_key(prefixes, mod_atoms, h, m, _COARSE_TAG_PAIR))
             r = memo[i]
             slot = dirdist_slot(h, m)
             # the slots of the arc's direction (bits 1-7 or 9-15: distance bins 1-7) from its bin on
@@ -714,7 +715,7 @@ def _arc_scores(sentence, flags, lookup, weights, store, tokens, prune, out):
     atoms, base, n = sentence.atoms, sentence.base, sentence.n
     hash_bits = lookup.hash_bits
     w, pair = weights.w, weights.pair
-    keys = np.empty(_N_FIXED * (n + 1), dtype=np.uint64)  # the pair keys of all arcs from one head
+    keys = np.empty(N_FIXED * (n + 1), dtype=np.uint64)  # the pair keys of all arcs from one head
     rows = np.empty(keys.shape[0], dtype=np.int64)
     head = np.zeros((n + 1, N_SLOTS))
     mod = np.zeros((n + 1, N_SLOTS))
@@ -738,12 +739,12 @@ def _arc_scores(sentence, flags, lookup, weights, store, tokens, prune, out):
             known[x] = tokens.known[entry, 0]
             known[n + 1 + x] = tokens.known[entry, 1]
             continue
-        _add_slot_weights(keys, _token_keys(atoms, base, x, flags, 0, keys, 0), lookup, weights, rows, head[x])
+        _add_slot_weights(keys, token_keys(atoms, base, x, flags, 0, keys, 0), lookup, weights, rows, head[x])
         if hash_bits == 0:
-            known[x] = _known_bits(rows, _n_sets(flags), 0)
-        _add_slot_weights(keys, _token_keys(atoms, base, x, flags, 1, keys, 0), lookup, weights, rows, mod[x])
+            known[x] = known_bits(rows, n_pair_sets(flags), 0)
+        _add_slot_weights(keys, token_keys(atoms, base, x, flags, 1, keys, 0), lookup, weights, rows, mod[x])
         if hash_bits == 0:
-            known[n + 1 + x] = _known_bits(rows, _n_sets(flags), 2)
+            known[n + 1 + x] = known_bits(rows, n_pair_sets(flags), 2)
         tokens.filled[entry] = True
         for c in range(N_ATOMS):
             tokens.atoms[entry, c] = atoms[r, c]
@@ -752,12 +753,12 @@ def _arc_scores(sentence, flags, lookup, weights, store, tokens, prune, out):
             tokens.mod[entry, slot] = mod[x, slot]
         tokens.known[entry, 0] = known[x]
         tokens.known[entry, 1] = known[n + 1 + x]
-    _add_slot_weights(keys, _bias_key(keys, 0), lookup, weights, rows, bias)
+    _add_slot_weights(keys, bias_key(keys, 0), lookup, weights, rows, bias)
     ends = np.empty(n + 2, dtype=np.int64)
     prefixes = np.empty((n + 1, N_PAIR), dtype=np.uint64)  # the pair keys' head parts, and modifier atoms
-    _head_prefixes(atoms, base, n, flags, prefixes)
+    head_prefixes(atoms, base, n, flags, prefixes)
     mod_atoms = np.zeros((N_PAIR, 2, n + 1), dtype=np.int64)
-    _modifier_atoms(atoms, base, n, flags, mod_atoms)
+    modifier_atoms(atoms, base, n, flags, mod_atoms)
     pairs = np.full(n + 1, -1, dtype=np.int64)  # the hw.mw keys in the alphabet (_word_pairs), all in hash mode
     allowed = np.ones((n + 1, n + 1), dtype=np.bool_)
     if prune and hash_bits == 0:
@@ -771,7 +772,7 @@ def _arc_scores(sentence, flags, lookup, weights, store, tokens, prune, out):
             ends[m] = c
             if m == 0 or h == m or not allowed[h, m]:
                 continue
-            c = _prefix_pair_keys(prefixes, mod_atoms, h, m, flags, keys, c, known[h] & known[n + 1 + m], pairs[m])
+            c = prefix_pair_keys(prefixes, mod_atoms, h, m, flags, keys, c, known[h] & known[n + 1 + m], pairs[m])
         ends[n + 1] = c
         if hash_bits == 0:
             _lookup_rows(lookup, keys, 0, c, rows)
@@ -788,7 +789,7 @@ def _arc_scores(sentence, flags, lookup, weights, store, tokens, prune, out):
             # parsing the es test set 2.3x slower (0.99 s -> 2.28 s).
             for j in range(ends[m], ends[m + 1]):
                 if hash_bits > 0:
-                    acc += w[_hashed_id(keys[j], 0, hash_bits)] + w[_hashed_id(keys[j], slot, hash_bits)]
+                    acc += w[hashed_id(keys[j], 0, hash_bits)] + w[hashed_id(keys[j], slot, hash_bits)]
                 elif rows[j] >= 0:  # w[slot 0] + w[slot], or one of them, read as one number
                     packed = rows[j]
                     if (packed >> slot) & 1:
@@ -968,7 +969,7 @@ class ArcFeaturizer:
     def fit(self, encoded: EncodedCorpus, heads_list) -> "ArcFeaturizer":
         """Build the alphabet from the gold arcs (nothing to do in hash mode)."""
         if self.mode == "alphabet":
-            keys, masks = _gold_alphabet(encoded.tok_ptr, encoded.atoms, self.flags, encoded.heads_rows(heads_list))
+            keys, masks = gold_alphabet(encoded.tok_ptr, encoded.atoms, self.flags, encoded.heads_rows(heads_list))
             order = np.argsort(keys)
             keys, masks = keys[order], masks[order]
             self._set_alphabet(keys, _mask_codes(masks))

@@ -36,7 +36,7 @@ import numpy as np
 from numba import njit
 
 from egnlp.corpora.sentence import FEATS as FEATS_COLUMN
-from egnlp.features.arc_templates import CPOS, FEATS, LEMMA, POS, PREFIX, WORD, _PAD_LEFT, _PAD_RIGHT, dirdist_slot
+from egnlp.features.arc_templates import CPOS, FEATS, LEMMA, PAD_LEFT, PAD_RIGHT, POS, PREFIX, WORD, dirdist_slot
 from egnlp.features.hashing import StringHasher, combine
 
 _T0 = 1000  # label template numbers start here (a key space apart from the arc templates')
@@ -130,9 +130,9 @@ def _arc_keys(atoms, base, n, heads, child_ptr, child_ids, m, feat_ptr, feats, o
     out[c + 10] = _lkey(22, hc, atoms[H, FEATS], mc, 0)
     c += 11
     g = heads[h] if h > 0 else -1
-    out[c] = _lkey(23, atoms[base + g, CPOS] if g >= 0 else _PAD_LEFT, hc, mc, 0)
-    left = atoms[M - 1, CPOS] if m > 1 else _PAD_LEFT
-    right = atoms[M + 1, CPOS] if m < n else _PAD_RIGHT
+    out[c] = _lkey(23, atoms[base + g, CPOS] if g >= 0 else PAD_LEFT, hc, mc, 0)
+    left = atoms[M - 1, CPOS] if m > 1 else PAD_LEFT
+    right = atoms[M + 1, CPOS] if m < n else PAD_RIGHT
     out[c + 1] = _lkey(24, left, mc, hc, 0)
     out[c + 2] = _lkey(25, mc, right, hc, 0)
     c += 3

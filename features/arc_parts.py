@@ -33,7 +33,7 @@ sentence holds
 Keys become ids through :meth:`ArcFeaturizer.id_tables` (one probe gives all
 ids of a key; the keys of the templates over tags only, looked up on every
 arc, have a small table of their own) or by hashing.  Pair keys are made
-from per-token parts (:func:`~egnlp.features.arc_templates._head_pair_keys`)
+from per-token parts (:func:`~egnlp.features.arc_templates.head_pair_keys`)
 and looked up one head and template at a time, each distinct key once per
 sentence (a memo over classes of heads and modifiers that give the same
 keys); in alphabet mode those that cannot be in the alphabet are not looked
@@ -57,10 +57,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from egnlp.features.arc_featurizer import SentenceAtoms, _hashed_id, _known_bits, empty_id_table, find_ids
-from egnlp.features.arc_templates import (_BETWEEN_COLS, K_FEATS, N_PAIR, N_SLOTS, USE_FEATS, EncodedCorpus,
-                                          _between_key, _bias_key, _head_pair_keys, _head_prefixes, _modifier_atoms,
-                                          _n_sets, _pair_used, _token_keys, dirdist_slot)
+from egnlp.features.arc_featurizer import SentenceAtoms, empty_id_table, find_ids, hashed_id, known_bits
+from egnlp.features.arc_templates import (BETWEEN_COLUMNS, K_FEATS, N_PAIR, N_SLOTS, USE_FEATS, EncodedCorpus,
+                                          between_key, bias_key, dirdist_slot, head_pair_keys, head_prefixes,
+                                          modifier_atoms, n_pair_sets, pair_used, token_keys)
 from egnlp.features.csr import gather_nonzero
 from egnlp.features.hashing import combine, popcount
 
@@ -84,7 +84,7 @@ _NEEDED = -3
 
 @njit(cache=True)
 def _token_key_count(flags):
-    return 3 * _n_sets(flags) + (1 if flags & USE_FEATS else 0)
+    return 3 * n_pair_sets(flags) + (1 if flags & USE_FEATS else 0)
 
 
 @njit(cache=True)
@@ -93,7 +93,7 @@ def _set_entry(ent_ids, e, key, packed, hash_bits):
     :func:`~egnlp.features.arc_featurizer.slot_id`)."""
     if hash_bits > 0:
         for slot in range(N_SLOTS):
-            ent_ids[e, slot] = _hashed_id(key, slot, hash_bits)
+            ent_ids[e, slot] = hashed_id(key, slot, hash_bits)
         return
     mask = packed & 0xFFFF if packed >= 0 else 0
     fid = packed >> 16
@@ -130,7 +130,7 @@ def _find_row(table, keys, h, gate, memo, mod_class, out, queue):
 
 
 @njit(cache=True)
-def _classes(first, second, out):
+def pair_classes(first, second, out):
     """out[x] = the class of the pair (first[x], second[x]): equal pairs share one, numbered from 0 in
     order of first occurrence; returns the number of classes.  Exact (pairs are compared, not hashed)."""
     size = first.shape[0]
@@ -168,9 +168,9 @@ def _pair_memo(prefixes, mod_atoms, flags, head_class, mod_class, start):
     for k in range(N_PAIR):
         start[k] = total
         start[N_PAIR + 1 + k] = 0
-        if _pair_used(k, flags):
-            heads = _classes(prefixes[:, k].copy(), zeros, head_class[k])
-            start[N_PAIR + 1 + k] = _classes(mod_atoms[k, 0], mod_atoms[k, 1], mod_class[k])
+        if pair_used(k, flags):
+            heads = pair_classes(prefixes[:, k].copy(), zeros, head_class[k])
+            start[N_PAIR + 1 + k] = pair_classes(mod_atoms[k, 0], mod_atoms[k, 1], mod_class[k])
             total += heads * start[N_PAIR + 1 + k]
     start[N_PAIR] = total
     return total
@@ -185,18 +185,18 @@ def _look(table, k, h, keys, gate, memo, row, n_mod, mod_class, packed, queue):
 @njit(cache=True)
 def _pair_lookups(table, tag_table, keys, known, h, flags, memo, head_class, mod_class, start, packed, gate, queue):
     """packed[k, m]: the packed ids of pair template k of h -> m (-1: absent, or ruled out without a
-    lookup), for every m; ``keys`` from :func:`_head_pair_keys`, the memo from :func:`_pair_memo`.
+    lookup), for every m; ``keys`` from :func:`head_pair_keys`, the memo from :func:`_pair_memo`.
 
     Three rounds: hw.mw, hp.mp, hf.mf and the 4-grams; then the trigrams those allow; then hw.hp.mw.mp
     where its four trigrams are there (see the module docstring).  Templates over tags only are looked
-    up in ``tag_table``.  ``known``: the bits of :func:`_known_bits`, the heads' then the modifiers';
+    up in ``tag_table``.  ``known``: the bits of :func:`known_bits`, the heads' then the modifiers';
     ``gate`` (n+1,) bool and ``queue`` (n+1,) int64 are work space.
     """
     size = keys.shape[1]
     head_bits = known[h]
     n_mod = start[N_PAIR + 1:]
     row = start[:N_PAIR] + head_class[:, h] * n_mod  # where this head's memo row of each template starts
-    for j in range(_n_sets(flags)):
+    for j in range(n_pair_sets(flags)):
         k = 7 * j
         for m in range(size):  # the head's word and the modifier's word
             gate[m] = (((head_bits & known[size + m]) >> (4 * j)) & 10) == 10
@@ -205,9 +205,9 @@ def _pair_lookups(table, tag_table, keys, known, h, flags, memo, head_class, mod
         _look(tag_table, k + 6, h, keys, gate, memo, row, n_mod, mod_class, packed, queue)
     gate[:] = True
     for k in range(K_FEATS + 1, N_PAIR):
-        if _pair_used(k, flags):
+        if pair_used(k, flags):
             _look(tag_table, k, h, keys, gate, memo, row, n_mod, mod_class, packed, queue)
-    for j in range(_n_sets(flags)):
+    for j in range(n_pair_sets(flags)):
         k = 7 * j
         for m in range(size):  # hp.mp and the modifier's word.tag
             gate[m] = packed[k + 6, m] >= 0 and ((known[size + m] >> (4 * j)) & 4) != 0
@@ -239,9 +239,9 @@ def _pair_ids(sentence, flags, table, tag_table, hash_bits, known, pair_ptr, pai
     atoms, base, n = sentence.atoms, sentence.base, sentence.n
     size = n + 1
     prefixes = np.empty((size, N_PAIR), dtype=np.uint64)
-    _head_prefixes(atoms, base, n, flags, prefixes)
+    head_prefixes(atoms, base, n, flags, prefixes)
     mod_atoms = np.zeros((N_PAIR, 2, size), dtype=np.int64)
-    _modifier_atoms(atoms, base, n, flags, mod_atoms)
+    modifier_atoms(atoms, base, n, flags, mod_atoms)
     keys = np.zeros((N_PAIR, size), dtype=np.uint64)
     packed = np.full((N_PAIR, size), -1, dtype=np.int64)
     gate = np.empty(size, dtype=np.bool_)
@@ -255,7 +255,7 @@ def _pair_ids(sentence, flags, table, tag_table, hash_bits, known, pair_ptr, pai
                        dtype=np.int64)
     c = 0
     for h in range(size):
-        _head_pair_keys(prefixes, mod_atoms, h, flags, keys)
+        head_pair_keys(prefixes, mod_atoms, h, flags, keys)
         if hash_bits == 0:
             _pair_lookups(table, tag_table, keys, known, h, flags, memo, head_class, mod_class, start, packed, gate,
                           queue)
@@ -267,9 +267,9 @@ def _pair_ids(sentence, flags, table, tag_table, hash_bits, known, pair_ptr, pai
             below = (1 << slot) - 1
             for k in range(N_PAIR):
                 if hash_bits > 0:
-                    if _pair_used(k, flags):
-                        pair_ids[c] = _hashed_id(keys[k, m], 0, hash_bits)
-                        pair_ids[c + 1] = _hashed_id(keys[k, m], slot, hash_bits)
+                    if pair_used(k, flags):
+                        pair_ids[c] = hashed_id(keys[k, m], 0, hash_bits)
+                        pair_ids[c + 1] = hashed_id(keys[k, m], slot, hash_bits)
                         c += 2
                 else:  # without branches: the ids of a key alone and in the slot, where it has them
                     p = packed[k, m]
@@ -284,7 +284,7 @@ def _pair_ids(sentence, flags, table, tag_table, hash_bits, known, pair_ptr, pai
 @njit(cache=True)
 def _token_keys_of(sentence, flags, table, hash_bits, keys, packed, known):
     """The keys of each token alone (entry (2 x + role) n_keys + k) and the bias (the last entry) with
-    their packed ids, and the known bits of :func:`~egnlp.features.arc_featurizer._known_bits`, the
+    their packed ids, and the known bits of :func:`~egnlp.features.arc_featurizer.known_bits`, the
     heads' then the modifiers'."""
     atoms, base, n = sentence.atoms, sentence.base, sentence.n
     size = n + 1
@@ -292,13 +292,13 @@ def _token_keys_of(sentence, flags, table, hash_bits, keys, packed, known):
     for x in range(size):
         for role in range(2):
             at = (2 * x + role) * n_keys
-            _token_keys(atoms, base, x, flags, role, keys, at)
+            token_keys(atoms, base, x, flags, role, keys, at)
             if hash_bits == 0:
                 for k in range(n_keys):
                     packed[at + k] = find_ids(table, keys[at + k])
-                known[role * size + x] = _known_bits(packed[at:], _n_sets(flags), 2 * role)
+                known[role * size + x] = known_bits(packed[at:], n_pair_sets(flags), 2 * role)
     last = keys.shape[0] - 1
-    _bias_key(keys, last)
+    bias_key(keys, last)
     if hash_bits == 0:
         packed[last] = find_ids(table, keys[last])
 
@@ -315,7 +315,7 @@ def _between_blocks(atoms, base, n):
     values = np.zeros((2, size), dtype=np.int64)
     n_tags = 1
     for j in range(2):
-        column = atoms[base: base + size, _BETWEEN_COLS[j]].copy()
+        column = atoms[base: base + size, BETWEEN_COLUMNS[j]].copy()
         distinct = np.unique(column)
         tags[j] = np.searchsorted(distinct, column)
         values[j, : distinct.shape[0]] = distinct
@@ -365,7 +365,7 @@ def _entries(tok_keys, tok_packed, values, blocks, block_of, needed, table, hash
         for t in range(blocks.shape[1]):
             if blocks[pb, t] != _NEEDED:
                 continue
-            key = _between_key(j, values[j, th], values[j, t], values[j, tm])
+            key = between_key(j, values[j, th], values[j, t], values[j, tm])
             packed = find_ids(table, key) if hash_bits == 0 else np.int64(0)
             if packed >= 0:
                 _set_entry(ent_ids, e, key, packed, hash_bits)
@@ -514,6 +514,8 @@ def _scatter(cs, coef, target, record, pair_record):
                 for q in range(pair_ptr[r], pair_ptr[r + 1]):
                     pair_record[pairs] = pair_ids[q]
                     pairs += 1
+            # the walk over the arc's in-between entries of _scores, written out in both: a helper (inlined)
+            # listing the entries in a buffer made scores and scatter 1.09 times slower (es train, 8 pairs)
             if abs(h - m) >= 2:
                 for j in range(2):
                     pb = pair_block[j, tags[j, h], tags[j, m]]

@@ -22,7 +22,7 @@ direction and the binned distance |h - m| in {1, 2, 3, 4, 5, 6-10, 11+}
 (slots 1..15, :func:`dirdist_slot`).
 
 A template instance is a non-zero uint64 key: the hash of the template
-number and the atoms it reads (:func:`_key`).  This module only makes keys;
+number and the atoms it reads (:func:`template_key`).  This module only makes keys;
 :mod:`egnlp.features.arc_featurizer` turns them into feature ids and arc
 scores.
 
@@ -57,13 +57,13 @@ ROOT_TOKEN = "<root>"
 #: Version of the template set: part of every model file, checked on load.
 TEMPLATES_VERSION = "mcdonald2005-first-order-v3"
 
-_N_FIXED = 39 + 4 + 8 + 1  # pair templates, FEATS, surrounding POS 4-grams, bias
-_N_BETWEEN = 2  # in-between trigrams per word between head and modifier
+N_FIXED = 39 + 4 + 8 + 1  # pair templates, FEATS, surrounding POS 4-grams, bias
+N_BETWEEN = 2  # in-between trigrams per word between head and modifier
 N_SLOTS = 16  # slot 0: a template alone; 1..15: with direction and distance
 USE_LEMMA = 1
 USE_FEATS = 2
-_PAD_LEFT = np.int64(hash_string("<pad-left>"))
-_PAD_RIGHT = np.int64(hash_string("<pad-right>"))
+PAD_LEFT = np.int64(hash_string("<pad-left>"))
+PAD_RIGHT = np.int64(hash_string("<pad-right>"))
 
 
 @dataclass
@@ -136,7 +136,7 @@ def encode(sentences, hasher: StringHasher | None = None, tags: str = "both") ->
 
 
 @njit(cache=True)
-def _key(template, a, b, c, d):
+def template_key(template, a, b, c, d):
     """Key of a template over up to four atoms (unused atoms are 0)."""
     k = combine(np.uint64(template + 1), a)
     k = combine(k, b)
@@ -145,15 +145,15 @@ def _key(template, a, b, c, d):
 
 
 @njit(cache=True)
-def _nonzero(key):
-    # 0 is reserved for empty hash-table slots.
+def nonzero_key(key):
+    """``key``, or 1 for the key 0, which marks the empty slots of the hash tables."""
     return key if key != 0 else np.uint64(1)
 
 
 @njit(cache=True)
 def _emit(out, count, key):
     # One template instance.
-    out[count] = _nonzero(key)
+    out[count] = nonzero_key(key)
     return count + 1
 
 
@@ -168,9 +168,9 @@ def dirdist_slot(h, m):
 @njit(cache=True)
 def _atom(atoms, base, n, pos, col):
     if pos < 0:
-        return _PAD_LEFT
+        return PAD_LEFT
     if pos > n:
-        return _PAD_RIGHT
+        return PAD_RIGHT
     return atoms[base + pos, col]
 
 
@@ -184,24 +184,25 @@ _PAIR_SETS = ((WORD, POS), (SUFFIX, CPOS), (LEMMA, POS))
 
 
 @njit(cache=True)
-def _n_sets(flags):
+def n_pair_sets(flags):
+    """The number of (word, POS) pair sets the templates read under ``flags``: 3 with the lemma's, else 2."""
     return 3 if flags & USE_LEMMA else 2
 
 
 @njit(cache=True)
-def _token_keys(atoms, base, x, flags, role, out, c):
+def token_keys(atoms, base, x, flags, role, out, c):
     """Templates of token x alone, written to ``out`` from ``c``: as the head (``role`` 0: hw.hp, hw,
     hp per pair set, then hp.hf) or as the modifier (``role`` 1: mw.mp, mw, mp, then mp.mf)."""
-    for j in range(_n_sets(flags)):
+    for j in range(n_pair_sets(flags)):
         wcol, pcol = _PAIR_SETS[j]
         t = 13 * j + 3 * role
         word = atoms[base + x, wcol]
         tag = atoms[base + x, pcol]
-        c = _emit(out, c, _key(t + 0, word, tag, 0, 0))
-        c = _emit(out, c, _key(t + 1, word, 0, 0, 0))
-        c = _emit(out, c, _key(t + 2, tag, 0, 0, 0))
+        c = _emit(out, c, template_key(t + 0, word, tag, 0, 0))
+        c = _emit(out, c, template_key(t + 1, word, 0, 0, 0))
+        c = _emit(out, c, template_key(t + 2, tag, 0, 0, 0))
     if flags & USE_FEATS:
-        c = _emit(out, c, _key(_T_FEATS + role, atoms[base + x, CPOS], atoms[base + x, FEATS], 0, 0))
+        c = _emit(out, c, template_key(_T_FEATS + role, atoms[base + x, CPOS], atoms[base + x, FEATS], 0, 0))
     return c
 
 
@@ -215,7 +216,7 @@ def _pair_keys(atoms, base, n, h, m, flags, out, c, known=-1):
     mw.  A gold arc that put hw.hp.mw.mp in the alphabet also put hw.hp and
     mw.mp there, and so on for each bigram below; -1 emits every key.
     """
-    for j in range(_n_sets(flags)):
+    for j in range(n_pair_sets(flags)):
         wcol, pcol = _PAIR_SETS[j]
         t = 13 * j
         hw = atoms[base + h, wcol]
@@ -225,25 +226,25 @@ def _pair_keys(atoms, base, n, h, m, flags, out, c, known=-1):
         bits = known >> (4 * j)
         head_pair, head_word, mod_pair, mod_word = bits & 1, bits & 2, bits & 4, bits & 8
         if head_pair and mod_pair:
-            c = _emit(out, c, _key(t + 6, hw, hp, mw, mp))
+            c = _emit(out, c, template_key(t + 6, hw, hp, mw, mp))
         if mod_pair:
-            c = _emit(out, c, _key(t + 7, hp, mw, mp, 0))
+            c = _emit(out, c, template_key(t + 7, hp, mw, mp, 0))
         if head_word and mod_pair:
-            c = _emit(out, c, _key(t + 8, hw, mw, mp, 0))
+            c = _emit(out, c, template_key(t + 8, hw, mw, mp, 0))
         if head_pair:
-            c = _emit(out, c, _key(t + 9, hw, hp, mp, 0))
+            c = _emit(out, c, template_key(t + 9, hw, hp, mp, 0))
         if head_pair and mod_word:
-            c = _emit(out, c, _key(t + 10, hw, hp, mw, 0))
+            c = _emit(out, c, template_key(t + 10, hw, hp, mw, 0))
         if head_word and mod_word:
-            c = _emit(out, c, _key(t + 11, hw, mw, 0, 0))
-        c = _emit(out, c, _key(t + 12, hp, mp, 0, 0))
+            c = _emit(out, c, template_key(t + 11, hw, mw, 0, 0))
+        c = _emit(out, c, template_key(t + 12, hp, mp, 0, 0))
     if flags & USE_FEATS:
         hp = atoms[base + h, CPOS]
         mp = atoms[base + m, CPOS]
         hf = atoms[base + h, FEATS]
         mf = atoms[base + m, FEATS]
-        c = _emit(out, c, _key(_T_FEATS + 2, hp, hf, mp, mf))
-        c = _emit(out, c, _key(_T_FEATS + 3, hf, mf, 0, 0))
+        c = _emit(out, c, template_key(_T_FEATS + 2, hp, hf, mp, mf))
+        c = _emit(out, c, template_key(_T_FEATS + 3, hf, mf, 0, 0))
     t = _T_SURROUND
     for pcol in (POS, CPOS):
         hp = atoms[base + h, pcol]
@@ -252,23 +253,24 @@ def _pair_keys(atoms, base, n, h, m, flags, out, c, known=-1):
         hr = _atom(atoms, base, n, h + 1, pcol)
         ml = _atom(atoms, base, n, m - 1, pcol)
         mr = _atom(atoms, base, n, m + 1, pcol)
-        c = _emit(out, c, _key(t + 0, hl, hp, ml, mp))
-        c = _emit(out, c, _key(t + 1, hp, hr, ml, mp))
-        c = _emit(out, c, _key(t + 2, hl, hp, mp, mr))
-        c = _emit(out, c, _key(t + 3, hp, hr, mp, mr))
+        c = _emit(out, c, template_key(t + 0, hl, hp, ml, mp))
+        c = _emit(out, c, template_key(t + 1, hp, hr, ml, mp))
+        c = _emit(out, c, template_key(t + 2, hl, hp, mp, mr))
+        c = _emit(out, c, template_key(t + 3, hp, hr, mp, mr))
         t += 4
     return c
 
 
 @njit(cache=True)
-def _bias_key(out, c):
-    return _emit(out, c, _key(_T_BIAS, 0, 0, 0, 0))
+def bias_key(out, c):
+    """The bias key, written to ``out[c]``; returns c + 1."""
+    return _emit(out, c, template_key(_T_BIAS, 0, 0, 0, 0))
 
 
 # The keys of _pair_keys again, from per-token parts: a key is a chain of combine() over the template
 # number and its atoms, and the head's atoms come first in every pair template, so the state after them
-# (the head's prefix, _head_prefixes) is computed once per token, and so are the modifier's atoms
-# (_modifier_atoms); a key is then the prefix of h followed by the atoms of m (_head_pair_keys: two or
+# (the head's prefix, head_prefixes) is computed once per token, and so are the modifier's atoms
+# (modifier_atoms); a key is then the prefix of h followed by the atoms of m (head_pair_keys: two or
 # three combines, in loops without branches).  Pair template k: 7 j + 0..6 are t + 6..12 of pair set j
 # (hw.hp.mw.mp, hp.mw.mp, hw.mw.mp, hw.hp.mp, hw.hp.mw, hw.mw, hp.mp); then the FEATS pairs
 # (hc.hf.mc.mf, hf.mf) and the surrounding 4-grams, fine then coarse.
@@ -276,26 +278,26 @@ N_PAIR = 31
 K_FEATS = 21
 K_SURROUND = 23
 # The combines after the head's prefix: the modifier's two atoms (a missing one is 0), and one more 0
-# where _key had a third unused atom after the modifier's.
+# where template_key had a third unused atom after the modifier's.
 _PAIR_TAIL = np.array([2, 3, 3, 2, 2, 3, 3] * 3 + [2, 3] + [2] * 8, dtype=np.int64)
 
 
 @njit(cache=True)
-def _pair_used(k, flags):
+def pair_used(k, flags):
     """Whether pair template k fires under ``flags`` (see ``N_PAIR``)."""
     if k < K_FEATS:
-        return k < 7 * _n_sets(flags)
+        return k < 7 * n_pair_sets(flags)
     if k < K_SURROUND:
         return (flags & USE_FEATS) != 0
     return True
 
 
 @njit(cache=True)
-def _head_prefixes(atoms, base, n, flags, out):
+def head_prefixes(atoms, base, n, flags, out):
     """out[x, k] (n+1, N_PAIR) uint64: the key of pair template k with token x as the head, before the
     modifier's atoms are mixed in (templates that ``flags`` leave out are not written)."""
     for x in range(n + 1):
-        for j in range(_n_sets(flags)):
+        for j in range(n_pair_sets(flags)):
             wcol, pcol = _PAIR_SETS[j]
             t = np.uint64(13 * j + 1)
             hw = atoms[base + x, wcol]
@@ -326,11 +328,11 @@ def _head_prefixes(atoms, base, n, flags, out):
 
 
 @njit(cache=True)
-def _modifier_atoms(atoms, base, n, flags, out):
+def modifier_atoms(atoms, base, n, flags, out):
     """out[k, :, x] (N_PAIR, 2, n+1) int64: the two atoms token x adds as the modifier to the key of pair
     template k (0 for a missing one; templates that ``flags`` leave out are not written)."""
     for x in range(n + 1):
-        for j in range(_n_sets(flags)):
+        for j in range(n_pair_sets(flags)):
             wcol, pcol = _PAIR_SETS[j]
             mw = atoms[base + x, wcol]
             mp = atoms[base + x, pcol]
@@ -364,66 +366,66 @@ def _modifier_atoms(atoms, base, n, flags, out):
 
 
 @njit(cache=True)
-def _head_pair_keys(prefixes, mod_atoms, h, flags, out):
+def head_pair_keys(prefixes, mod_atoms, h, flags, out):
     """out[k, m] = the key of pair template k of the arc h -> m, for every token m (m = 0 and m = h
-    too), from :func:`_head_prefixes` and :func:`_modifier_atoms`: equal to what :func:`_pair_keys` emits."""
+    too), from :func:`head_prefixes` and :func:`modifier_atoms`: equal to what :func:`_pair_keys` emits."""
     size = mod_atoms.shape[2]
     for k in range(N_PAIR):
-        if not _pair_used(k, flags):
+        if not pair_used(k, flags):
             continue
         p = prefixes[h, k]
         first = mod_atoms[k, 0]
         second = mod_atoms[k, 1]
         if _PAIR_TAIL[k] == 3:
             for m in range(size):
-                out[k, m] = _nonzero(combine(combine(combine(p, first[m]), second[m]), 0))
+                out[k, m] = nonzero_key(combine(combine(combine(p, first[m]), second[m]), 0))
         else:
             for m in range(size):
-                out[k, m] = _nonzero(combine(combine(p, first[m]), second[m]))
+                out[k, m] = nonzero_key(combine(combine(p, first[m]), second[m]))
 
 
 @njit(cache=True)
-def _prefix_key(prefixes, mod_atoms, h, m, k):
-    """The key of pair template k of the arc h -> m from h's prefix and m's atoms (see _head_pair_keys)."""
+def prefix_key(prefixes, mod_atoms, h, m, k):
+    """The key of pair template k of the arc h -> m from h's prefix and m's atoms (see head_pair_keys)."""
     key = combine(combine(prefixes[h, k], mod_atoms[k, 0, m]), mod_atoms[k, 1, m])
     if _PAIR_TAIL[k] == 3:
         key = combine(key, 0)
-    return _nonzero(key)
+    return nonzero_key(key)
 
 
 @njit(cache=True)
-def _prefix_pair_keys(prefixes, mod_atoms, h, m, flags, out, c, known=-1, word_pairs=-1):
+def prefix_pair_keys(prefixes, mod_atoms, h, m, flags, out, c, known=-1, word_pairs=-1):
     """The keys that :func:`_pair_keys` emits for h -> m under the same ``known`` bits, in its order, from
-    :func:`_head_prefixes` and :func:`_modifier_atoms`: two or three combines a key where _pair_keys
+    :func:`head_prefixes` and :func:`modifier_atoms`: two or three combines a key where _pair_keys
     takes four (the direct scorer's arc scores of pt_bosque dev and es test in 0.64 to 0.85 of the time, the
     same bits).
 
     ``word_pairs`` (scoring only): bit j clear when pair set j's hw.mw key is not in the alphabet, which
     leaves out hw.mw and the bigrams that contain it, hw.hp.mw.mp, hw.mw.mp and hw.hp.mw (a gold arc that
     put one of them in the alphabet put its hw.mw there too); -1 leaves out none."""
-    for j in range(_n_sets(flags)):
+    for j in range(n_pair_sets(flags)):
         bits = known >> (4 * j)
         head_pair, head_word, mod_pair, mod_word = bits & 1, bits & 2, bits & 4, bits & 8
         word_pair = (word_pairs >> j) & 1
         k = 7 * j
         if word_pair and head_pair and mod_pair:
-            c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k))
+            c = _emit(out, c, prefix_key(prefixes, mod_atoms, h, m, k))
         if mod_pair:
-            c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k + 1))
+            c = _emit(out, c, prefix_key(prefixes, mod_atoms, h, m, k + 1))
         if word_pair and head_word and mod_pair:
-            c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k + 2))
+            c = _emit(out, c, prefix_key(prefixes, mod_atoms, h, m, k + 2))
         if head_pair:
-            c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k + 3))
+            c = _emit(out, c, prefix_key(prefixes, mod_atoms, h, m, k + 3))
         if word_pair and head_pair and mod_word:
-            c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k + 4))
+            c = _emit(out, c, prefix_key(prefixes, mod_atoms, h, m, k + 4))
         if word_pair and head_word and mod_word:
-            c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k + 5))
-        c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k + 6))
+            c = _emit(out, c, prefix_key(prefixes, mod_atoms, h, m, k + 5))
+        c = _emit(out, c, prefix_key(prefixes, mod_atoms, h, m, k + 6))
     if flags & USE_FEATS:
-        c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, K_FEATS))
-        c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, K_FEATS + 1))
+        c = _emit(out, c, prefix_key(prefixes, mod_atoms, h, m, K_FEATS))
+        c = _emit(out, c, prefix_key(prefixes, mod_atoms, h, m, K_FEATS + 1))
     for k in range(K_SURROUND, N_PAIR):
-        c = _emit(out, c, _prefix_key(prefixes, mod_atoms, h, m, k))
+        c = _emit(out, c, prefix_key(prefixes, mod_atoms, h, m, k))
     return c
 
 
@@ -434,24 +436,24 @@ def _tag_template(k):
     return (k < K_FEATS and k % 7 == 6) or k >= K_FEATS
 
 
-_BETWEEN_COLS = (POS, CPOS)
+BETWEEN_COLUMNS = (POS, CPOS)  # the atoms of the in-between trigrams: fine POS (j = 0), coarse POS (j = 1)
 
 
 @njit(cache=True)
-def _between_key(j, hp, bp, mp):
-    """The in-between trigram hp.bp.mp over column ``_BETWEEN_COLS[j]`` (0: fine POS, 1: coarse)."""
-    return _nonzero(_key(_T_BETWEEN + j, hp, bp, mp, 0))
+def between_key(j, hp, bp, mp):
+    """The in-between trigram hp.bp.mp over column ``BETWEEN_COLUMNS[j]`` (0: fine POS, 1: coarse)."""
+    return nonzero_key(template_key(_T_BETWEEN + j, hp, bp, mp, 0))
 
 
 @njit(cache=True)
 def _between_keys(atoms, base, h, m, out, c):
     """In-between POS trigrams hp.bp.mp, fine then coarse, one per word strictly between h and m."""
     for j in range(2):
-        pcol = _BETWEEN_COLS[j]
+        pcol = BETWEEN_COLUMNS[j]
         hp = atoms[base + h, pcol]
         mp = atoms[base + m, pcol]
         for b in range(min(h, m) + 1, max(h, m)):
-            out[c] = _between_key(j, hp, atoms[base + b, pcol], mp)
+            out[c] = between_key(j, hp, atoms[base + b, pcol], mp)
             c += 1
     return c
 
@@ -463,18 +465,18 @@ def arc_keys(atoms, base, n, h, m, flags, out):
     ``flags``: ``USE_LEMMA`` adds the (lemma, POS) pair set, ``USE_FEATS``
     the FEATS templates (templates over empty columns would only repeat others).
 
-    ``out`` needs room for ``_N_FIXED + _N_BETWEEN * n`` keys.  Each key is a feature alone
+    ``out`` needs room for ``N_FIXED + N_BETWEEN * n`` keys.  Each key is a feature alone
     (slot 0) and conjoined with :func:`dirdist_slot` (slots 1..15).
     """
-    c = _token_keys(atoms, base, h, flags, 0, out, 0)
-    c = _token_keys(atoms, base, m, flags, 1, out, c)
+    c = token_keys(atoms, base, h, flags, 0, out, 0)
+    c = token_keys(atoms, base, m, flags, 1, out, c)
     c = _pair_keys(atoms, base, n, h, m, flags, out, c)
-    c = _bias_key(out, c)
+    c = bias_key(out, c)
     return _between_keys(atoms, base, h, m, out, c)
 
 
 @njit(cache=True)
-def _max_length(tok_ptr):
+def max_length(tok_ptr):
     """The number of words of the longest sentence."""
     return np.max(tok_ptr[1:] - tok_ptr[:-1]) - 1
 
@@ -483,11 +485,11 @@ def _max_length(tok_ptr):
 def _key_positions(flags):
     """Bit 16 for the positions of :func:`arc_keys`' fixed keys that come from templates over tags only
     (the pair templates of :func:`_tag_template`), 0 for the others; in-between keys follow them."""
-    n_keys = 2 * (3 * _n_sets(flags) + (1 if flags & USE_FEATS else 0))
-    out = np.zeros(_N_FIXED, dtype=np.int64)
+    n_keys = 2 * (3 * n_pair_sets(flags) + (1 if flags & USE_FEATS else 0))
+    out = np.zeros(N_FIXED, dtype=np.int64)
     c = n_keys
     for k in range(N_PAIR):
-        if _pair_used(k, flags):
+        if pair_used(k, flags):
             out[c] = (1 << 16) if _tag_template(k) else 0
             c += 1
     return out[:c + 1]  # and the bias
@@ -509,7 +511,7 @@ def _insert(keys, masks, key, bits):
 
 
 @njit(cache=True)
-def _gold_alphabet(tok_ptr, atoms, flags, head_rows):
+def gold_alphabet(tok_ptr, atoms, flags, head_rows):
     """The distinct template keys of the gold arcs, each with a mask: bit s for every direction/distance
     slot s it was seen in (bit 0 always: the template alone) and bit 16 when a template over tags only
     (:func:`_tag_template`, in-between trigrams) made it.  Held in a hash set, so memory grows with the
@@ -518,7 +520,7 @@ def _gold_alphabet(tok_ptr, atoms, flags, head_rows):
     keys = np.zeros(1 << 16, dtype=np.uint64)
     masks = np.zeros(1 << 16, dtype=np.int64)
     count = 0
-    buf = np.empty(_N_FIXED + _N_BETWEEN * _max_length(tok_ptr), dtype=np.uint64)
+    buf = np.empty(N_FIXED + N_BETWEEN * max_length(tok_ptr), dtype=np.uint64)
     for s in range(tok_ptr.shape[0] - 1):
         base = tok_ptr[s]
         n = tok_ptr[s + 1] - base - 1

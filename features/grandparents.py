@@ -28,7 +28,7 @@ weight vector.
 What one sentence needs is compiled once a visit (:meth:`GrandFeaturizer.compile`):
 the ids of every (g, m) row, and the ids of the classes of (grandparent
 tag, head tag, modifier tag, directions) that the three-token templates
-read, with each tag triple's class.  A part's score is then one row sum and
+read, with each part's class.  A part's score is then one row sum and
 one class sum; a scatter sums the coefficients of the parts per row and
 class first.
 """
@@ -41,15 +41,17 @@ import numpy as np
 from numba import njit
 
 from egnlp.features.arc_featurizer import read_only
-from egnlp.features.arc_parts import _classes, checked_vector
-from egnlp.features.arc_templates import CPOS, POS, WORD, EncodedCorpus, _key, _nonzero, dirdist_slot
-from egnlp.features.siblings import LayeredPartFeatures, PartAlphabet, SiblingPartFeatures, _id_sums, _lookup
+from egnlp.features.arc_parts import checked_vector, pair_classes
+from egnlp.features.arc_templates import CPOS, POS, WORD, EncodedCorpus, dirdist_slot
+from egnlp.features.siblings import (LayeredPartFeatures, PartAlphabet, SiblingPartFeatures, alphabet_id,
+                                     pair_row_keys, row_class_weights, triple_class_keys)
 
 #: Version of the grandparent template set, saved with third-order models and checked on load.
 GRAND_TEMPLATES_VERSION = "koo2010-grandparents-v1"
 _T0 = 300  # template numbers, apart from the first-order and sibling ones
 N_ROW_KEYS = 10  # keys of a (g, m) row: 5 templates, alone and in the slot
-N_CLASS_KEYS = 4  # keys of a (grandparent tag, head tag, modifier tag, directions) class: 2 templates, alone and conjoined
+N_CLASS_KEYS = 4  # keys of a (grandparent tag, head tag, modifier tag, directions) class: 2 templates, alone
+# and conjoined
 
 
 class CompiledGrand(NamedTuple):
@@ -57,9 +59,7 @@ class CompiledGrand(NamedTuple):
 
     size: int  # n + 1
     row_ids: np.ndarray  # (size^2, N_ROW_KEYS) int32: row g size + m
-    tag: np.ndarray  # (size,) int64: each position's sentence-local tag number (fine and coarse tag pair)
-    nt: int  # the number of tag numbers
-    memo: np.ndarray  # (nt^3 4,) int32: the class of (tag g, tag h, tag m, directions), -1 if none
+    part_class: np.ndarray  # (size^3,) int32: the class of cell (g size + h) size + m, -1 if it is not a part
     class_ids: np.ndarray  # (classes, N_CLASS_KEYS) int32
 
 
@@ -78,14 +78,8 @@ def is_part(g, h, m):
 @njit(cache=True)
 def _row_keys(atoms, base, g, m, out):
     """The keys of row (g, m): the five templates, alone and in the slot of (g, m)."""
-    gw, gp, gc = atoms[base + g, WORD], atoms[base + g, POS], atoms[base + g, CPOS]
-    mw, mp, mc = atoms[base + m, WORD], atoms[base + m, POS], atoms[base + m, CPOS]
-    slot = dirdist_slot(g, m)
-    pairs = ((gp, mp), (gw, mw), (gw, mp), (gp, mw), (gc, mc))
-    for t in range(5):
-        a, b = pairs[t]
-        out[2 * t] = _nonzero(_key(_T0 + t, a, b, 0, 0))
-        out[2 * t + 1] = _nonzero(_key(_T0 + t, a, b, slot, 1))
+    pair_row_keys(_T0, atoms[base + g, WORD], atoms[base + g, POS], atoms[base + g, CPOS], atoms[base + m, WORD],
+                  atoms[base + m, POS], atoms[base + m, CPOS], dirdist_slot(g, m), out)
 
 
 @njit(cache=True)
@@ -96,14 +90,10 @@ def _directions(g, h, m):
 
 @njit(cache=True)
 def _class_keys(atoms, base, g, h, m, out):
-    """The keys of the three-token templates of (g, h, m), alone and conjoined with the directions."""
-    gp, hp, mp = atoms[base + g, POS], atoms[base + h, POS], atoms[base + m, POS]
-    gc, hc, mc = atoms[base + g, CPOS], atoms[base + h, CPOS], atoms[base + m, CPOS]
-    d = _directions(g, h, m)
-    out[0] = _nonzero(_key(_T0 + 5, gp, hp, mp, 0))
-    out[1] = _nonzero(_key(_T0 + 5, gp, hp, mp, d + 1))
-    out[2] = _nonzero(_key(_T0 + 6, gc, hc, mc, 0))
-    out[3] = _nonzero(_key(_T0 + 6, gc, hc, mc, d + 1))
+    """The keys of the three-token templates of (g, h, m), gp.hp.mp and gc.hc.mc, alone and conjoined with
+    the directions."""
+    triple_class_keys(_T0, atoms[base + g, POS], atoms[base + h, POS], atoms[base + m, POS], atoms[base + g, CPOS],
+                      atoms[base + h, CPOS], atoms[base + m, CPOS], _directions(g, h, m) + 1, out)
 
 
 @njit(cache=True)
@@ -123,11 +113,6 @@ def _gold_keys(atoms, base, heads, out, c):
 
 
 @njit(cache=True)
-def _memo_at(tag, nt, g, h, m):
-    return ((tag[g] * nt + tag[h]) * nt + tag[m]) * 4 + _directions(g, h, m)
-
-
-@njit(cache=True)
 def _compile(atoms, base, n, table_keys, table_vals):
     size = n + 1
     keys = np.empty(N_ROW_KEYS, dtype=np.uint64)
@@ -137,67 +122,58 @@ def _compile(atoms, base, n, table_keys, table_vals):
             if g != m:
                 _row_keys(atoms, base, g, m, keys)
                 for j in range(N_ROW_KEYS):
-                    row_ids[g * size + m, j] = _lookup(table_keys, table_vals, keys[j])
+                    row_ids[g * size + m, j] = alphabet_id(table_keys, table_vals, keys[j])
+    # classes of (grandparent tag, head tag, modifier tag, directions), over sentence-local tag numbers
     tag = np.empty(size, dtype=np.int64)
-    nt = _classes(atoms[base: base + size, POS].copy(), atoms[base: base + size, CPOS].copy(), tag)
+    nt = pair_classes(atoms[base: base + size, POS].copy(), atoms[base: base + size, CPOS].copy(), tag)
     memo = np.full(nt * nt * nt * 4, -1, dtype=np.int32)
-    class_ids = np.empty((64, N_CLASS_KEYS), dtype=np.int32)
+    part_class = np.full(n_parts(size), -1, dtype=np.int32)
+    # room for every class there may be (only the rows written take memory)
+    class_ids = np.empty((min(memo.shape[0], part_class.shape[0]), N_CLASS_KEYS), dtype=np.int32)
     ckeys = np.empty(N_CLASS_KEYS, dtype=np.uint64)
     n_classes = 0
     for g in range(size):
-        for h in range(1, size):
-            if h == g:
-                continue
-            for m in range(1, size):
-                if m == h or m == g:
+        for h in range(size):
+            for m in range(size):
+                if not is_part(g, h, m):
                     continue
-                at = _memo_at(tag, nt, g, h, m)
+                at = ((tag[g] * nt + tag[h]) * nt + tag[m]) * 4 + _directions(g, h, m)
                 if memo[at] < 0:
-                    if n_classes == class_ids.shape[0]:
-                        grown = np.empty((2 * n_classes, N_CLASS_KEYS), dtype=np.int32)
-                        grown[:n_classes] = class_ids
-                        class_ids = grown
                     _class_keys(atoms, base, g, h, m, ckeys)
                     for j in range(N_CLASS_KEYS):
-                        class_ids[n_classes, j] = _lookup(table_keys, table_vals, ckeys[j])
+                        class_ids[n_classes, j] = alphabet_id(table_keys, table_vals, ckeys[j])
                     memo[at] = n_classes
                     n_classes += 1
-    return row_ids, tag, nt, memo, class_ids[:n_classes].copy()
+                part_class[(g * size + h) * size + m] = memo[at]
+    return row_ids, part_class, class_ids[:n_classes].copy()
 
 
 @njit(cache=True)
-def _scores(size, row_ids, tag, nt, memo, class_ids, w, out):
+def _scores(size, row_ids, part_class, class_ids, w, out):
     """out[(g size + h) size + m] = the row's and the class's weights of every grandparent part, 0 elsewhere."""
-    row_w = np.empty(row_ids.shape[0])
-    _id_sums(row_ids, w, row_w)
-    class_w = np.empty(class_ids.shape[0])
-    _id_sums(class_ids, w, class_w)
+    row_w, class_w = row_class_weights(row_ids, class_ids, w)
+    p = 0
     for g in range(size):
         for h in range(size):
             for m in range(size):
-                p = (g * size + h) * size + m
-                if is_part(g, h, m):
-                    out[p] = row_w[g * size + m] + class_w[memo[_memo_at(tag, nt, g, h, m)]]
-                else:
-                    out[p] = 0.0
+                k = part_class[p]
+                out[p] = row_w[g * size + m] + class_w[k] if k >= 0 else 0.0
+                p += 1
 
 
 @njit(cache=True)
-def _fold(size, coef, tag, nt, memo, n_classes, row_coef, class_coef):
+def _fold(size, coef, part_class, n_classes, row_coef, class_coef):
     """The coefficients of the grandparent parts summed per row and class."""
     row_coef[:] = 0.0
     class_coef[:n_classes] = 0.0
     for g in range(size):
         for h in range(1, size):
-            if h == g:
-                continue
+            cell = (g * size + h) * size  # the cells (g, h, m) follow it
             for m in range(1, size):
-                if m == h or m == g:
-                    continue
-                c = coef[(g * size + h) * size + m]
-                if c != 0.0:
+                c = coef[cell + m]
+                if c != 0.0 and part_class[cell + m] >= 0:
                     row_coef[g * size + m] += c
-                    class_coef[memo[_memo_at(tag, nt, g, h, m)]] += c
+                    class_coef[part_class[cell + m]] += c
 
 
 class GrandFeaturizer(PartAlphabet):
@@ -212,16 +188,14 @@ class GrandFeaturizer(PartAlphabet):
         """The ids of sentence ``i`` of ``encoded`` (see the module docstring)."""
         table_keys, table_vals = self._tables()
         n = encoded.length(i)
-        row_ids, tag, nt, memo, class_ids = _compile(encoded.atoms, int(encoded.tok_ptr[i]), n, table_keys,
-                                                     table_vals)
-        return CompiledGrand(n + 1, row_ids, tag, nt, memo, class_ids)
+        return CompiledGrand(n + 1, *_compile(encoded.atoms, int(encoded.tok_ptr[i]), n, table_keys, table_vals))
 
     @staticmethod
     def scores(cg: CompiledGrand, w: np.ndarray) -> np.ndarray:
         """The (size, size, size) scores ``G[g, h, m]`` of the sentence's grandparent parts under the
         grandparent weights ``w`` (this featurizer's features only); 0 on cells that are not parts."""
         out = np.empty(n_parts(cg.size))
-        _scores(cg.size, cg.row_ids, cg.tag, cg.nt, cg.memo, cg.class_ids, read_only(w), out)
+        _scores(cg.size, cg.row_ids, cg.part_class, cg.class_ids, read_only(w), out)
         return out.reshape(cg.size, cg.size, cg.size)
 
 
@@ -278,7 +252,7 @@ class GrandPartFeatures(LayeredPartFeatures):
             sibs = self.sib.scores_many(slo, shi, [w[:self.n_sib_features] for w in ws])
             for w, sib, out in zip(ws, sibs, outs):
                 out[a - lo:middle - lo] = sib
-                _scores(cg.size, cg.row_ids, cg.tag, cg.nt, cg.memo, cg.class_ids, read_only(w[self.n_sib_features:]),
+                _scores(cg.size, cg.row_ids, cg.part_class, cg.class_ids, read_only(w[self.n_sib_features:]),
                         out[middle - lo:b - lo])
         return outs
 
@@ -289,5 +263,5 @@ class GrandPartFeatures(LayeredPartFeatures):
         cg = self.compiled(i)
         row_coef = np.empty(cg.row_ids.shape[0])
         class_coef = np.empty(cg.class_ids.shape[0])
-        _fold(cg.size, coef[middle - a:], cg.tag, cg.nt, cg.memo, cg.class_ids.shape[0], row_coef, class_coef)
+        _fold(cg.size, coef[middle - a:], cg.part_class, cg.class_ids.shape[0], row_coef, class_coef)
         return coef[:middle - a], cg, row_coef, class_coef

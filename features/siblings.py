@@ -39,8 +39,8 @@ import numpy as np
 from numba import njit
 
 from egnlp.features.arc_featurizer import read_only
-from egnlp.features.arc_parts import PartRanges, _classes, check_target, checked_vector
-from egnlp.features.arc_templates import CPOS, POS, WORD, EncodedCorpus, _key, _nonzero, dirdist_slot
+from egnlp.features.arc_parts import PartRanges, check_target, checked_vector, pair_classes
+from egnlp.features.arc_templates import CPOS, POS, WORD, EncodedCorpus, dirdist_slot, nonzero_key, template_key
 from egnlp.features.hashing import KeyTable, hash_string, table_lookup
 
 #: Version of the sibling template set, saved with second-order models and checked on load.
@@ -68,6 +68,32 @@ def n_parts(size):
     return n * (n + 1) // 2 + (n - 1) * n * (n + 1) // 3
 
 
+# The templates of a higher-order part set (siblings here, grandparents in grandparents.py) have one shape: a
+# row (x, m) of five templates over a token x (the sibling, or the grandparent) and the modifier m, and a
+# class of two templates over the tags of three tokens.
+
+
+@njit(cache=True, inline="always")
+def pair_row_keys(t0, xw, xp, xc, mw, mp, mc, slot, out):
+    """The keys of a row (x, m): xp.mp, xw.mw, xw.mp, xp.mw, xc.mc (template numbers t0..t0 + 4; w the
+    word, p the POS tag, c the coarse tag), each alone and in ``slot``; out (N_ROW_KEYS,) uint64."""
+    pairs = ((xp, mp), (xw, mw), (xw, mp), (xp, mw), (xc, mc))
+    for t in range(5):
+        a, b = pairs[t]
+        out[2 * t] = nonzero_key(template_key(t0 + t, a, b, 0, 0))
+        out[2 * t + 1] = nonzero_key(template_key(t0 + t, a, b, slot, 1))
+
+
+@njit(cache=True, inline="always")
+def triple_class_keys(t0, p1, p2, p3, c1, c2, c3, conjoined, out):
+    """The keys of a class: p1.p2.p3 over three tokens' POS tags (template t0 + 5) and c1.c2.c3 over their
+    coarse tags (t0 + 6), each alone and conjoined with ``conjoined`` (> 0); out (N_CLASS_KEYS,) uint64."""
+    out[0] = nonzero_key(template_key(t0 + 5, p1, p2, p3, 0))
+    out[1] = nonzero_key(template_key(t0 + 5, p1, p2, p3, conjoined))
+    out[2] = nonzero_key(template_key(t0 + 6, c1, c2, c3, 0))
+    out[3] = nonzero_key(template_key(t0 + 6, c1, c2, c3, conjoined))
+
+
 @njit(cache=True)
 def _row_keys(atoms, base, s, m, slot, out):
     """The keys of row (s, m) in ``slot``; s < 0: no sibling."""
@@ -75,25 +101,17 @@ def _row_keys(atoms, base, s, m, slot, out):
         sw, sp, sc = atoms[base + s, WORD], atoms[base + s, POS], atoms[base + s, CPOS]
     else:
         sw, sp, sc = _NONE, _NONE, _NONE
-    mw, mp, mc = atoms[base + m, WORD], atoms[base + m, POS], atoms[base + m, CPOS]
-    pairs = ((sp, mp), (sw, mw), (sw, mp), (sp, mw), (sc, mc))
-    for t in range(5):
-        a, b = pairs[t]
-        out[2 * t] = _nonzero(_key(_T0 + t, a, b, 0, 0))
-        out[2 * t + 1] = _nonzero(_key(_T0 + t, a, b, slot, 1))
+    pair_row_keys(_T0, sw, sp, sc, atoms[base + m, WORD], atoms[base + m, POS], atoms[base + m, CPOS], slot, out)
 
 
 @njit(cache=True)
 def _class_keys(atoms, base, h, s, m, slot, out):
-    """The keys of the three-token templates of (h, s, m) in ``slot``; s < 0: no sibling."""
+    """The keys of the three-token templates of (h, s, m) in ``slot``: hp.sp.mp and hc.sc.mc; s < 0: no
+    sibling."""
     sp = atoms[base + s, POS] if s >= 0 else _NONE
     sc = atoms[base + s, CPOS] if s >= 0 else _NONE
-    hp, mp = atoms[base + h, POS], atoms[base + m, POS]
-    hc, mc = atoms[base + h, CPOS], atoms[base + m, CPOS]
-    out[0] = _nonzero(_key(_T0 + 5, hp, sp, mp, 0))
-    out[1] = _nonzero(_key(_T0 + 5, hp, sp, mp, slot + 16))
-    out[2] = _nonzero(_key(_T0 + 6, hc, sc, mc, 0))
-    out[3] = _nonzero(_key(_T0 + 6, hc, sc, mc, slot + 16))
+    triple_class_keys(_T0, atoms[base + h, POS], sp, atoms[base + m, POS], atoms[base + h, CPOS], sc,
+                      atoms[base + m, CPOS], slot + 16, out)
 
 
 @njit(cache=True)
@@ -132,7 +150,9 @@ def _gold_keys(atoms, base, heads, out, c):
 
 
 @njit(cache=True)
-def _lookup(table_keys, table_vals, key):
+def alphabet_id(table_keys, table_vals, key):
+    """The id of ``key`` in a part alphabet's table (:class:`~egnlp.features.hashing.KeyTable`), -1 when
+    it is absent or the alphabet is empty."""
     return table_lookup(table_keys, table_vals, key) if table_keys.shape[0] > 0 else -1
 
 
@@ -146,20 +166,21 @@ def _compile(atoms, base, n, table_keys, table_vals):
             if abs(s - m) >= 1:
                 _row_keys(atoms, base, s, m, dirdist_slot(s, m), keys)
                 for j in range(N_ROW_KEYS):
-                    row_ids[s * size + m, j] = _lookup(table_keys, table_vals, keys[j])
+                    row_ids[s * size + m, j] = alphabet_id(table_keys, table_vals, keys[j])
     for h in range(size):  # rows without a sibling
         for m in range(1, size):
             if m != h:
                 _row_keys(atoms, base, -1, m, dirdist_slot(h, m), keys)
                 for j in range(N_ROW_KEYS):
-                    row_ids[size * size + h * size + m, j] = _lookup(table_keys, table_vals, keys[j])
+                    row_ids[size * size + h * size + m, j] = alphabet_id(table_keys, table_vals, keys[j])
     # classes of (head tag, sibling tag, modifier tag, slot): sentence-local tag numbers, the sibling's
     # n_tags when there is none
     tag = np.empty(size, dtype=np.int64)
-    nt = _classes(atoms[base: base + size, POS].copy(), atoms[base: base + size, CPOS].copy(), tag)
+    nt = pair_classes(atoms[base: base + size, POS].copy(), atoms[base: base + size, CPOS].copy(), tag)
     memo = np.full(nt * (nt + 1) * nt * 16, -1, dtype=np.int32)
     part_class = np.empty(n_parts(size), dtype=np.int32)
-    class_ids = np.empty((64, N_CLASS_KEYS), dtype=np.int32)
+    # room for every class there may be (only the rows written take memory)
+    class_ids = np.empty((min(memo.shape[0], part_class.shape[0]), N_CLASS_KEYS), dtype=np.int32)
     ckeys = np.empty(N_CLASS_KEYS, dtype=np.uint64)
     n_classes = 0
     p = 0
@@ -173,13 +194,9 @@ def _compile(atoms, base, n, table_keys, table_vals):
                 ts = tag[s] if s >= 0 else nt
                 at = ((tag[h] * (nt + 1) + ts) * nt + tag[m]) * 16 + slot
                 if memo[at] < 0:
-                    if n_classes == class_ids.shape[0]:
-                        grown = np.empty((2 * n_classes, N_CLASS_KEYS), dtype=np.int32)
-                        grown[:n_classes] = class_ids
-                        class_ids = grown
                     _class_keys(atoms, base, h, s, m, slot, ckeys)
                     for j in range(N_CLASS_KEYS):
-                        class_ids[n_classes, j] = _lookup(table_keys, table_vals, ckeys[j])
+                        class_ids[n_classes, j] = alphabet_id(table_keys, table_vals, ckeys[j])
                     memo[at] = n_classes
                     n_classes += 1
                 part_class[p] = memo[at]
@@ -188,7 +205,8 @@ def _compile(atoms, base, n, table_keys, table_vals):
 
 
 @njit(cache=True)
-def _id_sums(ids, w, out):
+def id_sums(ids, w, out):
+    """out[r] = the sum of w[ids[r, j]] over the ids of row r that are not -1; ids (rows, k) int32."""
     for r in range(ids.shape[0]):
         total = 0.0
         for j in range(ids.shape[1]):
@@ -199,12 +217,19 @@ def _id_sums(ids, w, out):
 
 
 @njit(cache=True)
+def row_class_weights(row_ids, class_ids, w):
+    """(row_w, class_w): the weights of each row's ids and each class's ids summed (:func:`id_sums`)."""
+    row_w = np.empty(row_ids.shape[0])
+    id_sums(row_ids, w, row_w)
+    class_w = np.empty(class_ids.shape[0])
+    id_sums(class_ids, w, class_w)
+    return row_w, class_w
+
+
+@njit(cache=True)
 def _scores(size, arc, row_ids, part_class, class_ids, w, out):
     """out[p] = arc[h, m] + the row's and the class's weights, for every part p of the sentence."""
-    row_w = np.empty(row_ids.shape[0])
-    _id_sums(row_ids, w, row_w)
-    class_w = np.empty(class_ids.shape[0])
-    _id_sums(class_ids, w, class_w)
+    row_w, class_w = row_class_weights(row_ids, class_ids, w)
     p = 0
     for h in range(size):
         for m in range(1, size):

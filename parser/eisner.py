@@ -47,6 +47,8 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from egnlp.parser.tree_checks import arc_inputs, augmented_scores, check_scores, solve
+
 __all__ = [
     "eisner_argmax",
     "eisner_argmax_augmented",
@@ -54,9 +56,6 @@ __all__ = [
     "inside_outside",
     "tree_score",
 ]
-
-_ROOTS = ("single", "multi")
-
 
 # ---------------------------------------------------------------------------
 # Kernel helpers: one split-point reduction, in each semiring
@@ -93,7 +92,7 @@ def _max_pair(a, i, b, j, lo, hi, off):
 
 
 @numba.njit(cache=True)
-def _lse_pair_adjoint(a, i, b, j, lo, hi, off, value, g, ga, gb):
+def lse_pair_adjoint(a, i, b, j, lo, hi, off, value, g, ga, gb):
     """Reverse-mode step of ``value = _lse_pair(a, i, b, j, lo, hi, off)``.
 
     With adjoint g of ``value``, each term's share g * exp(a + b - value) is
@@ -111,7 +110,7 @@ def _lse_pair_adjoint(a, i, b, j, lo, hi, off, value, g, ga, gb):
 
 
 @numba.njit(cache=True)
-def _reduce(a, i, b, j, lo, hi, off, use_max):
+def reduce_split(a, i, b, j, lo, hi, off, use_max):
     """The split-point reduction of one chart item in the chosen semiring: (value, best split point)
     in max-plus, (log-sum-exp, -1) in sum-product."""
     if use_max:
@@ -144,7 +143,7 @@ def _fill(scores, single, use_max, C, CT, I, L, split_i, split_c):
                 # One root child: the root's half must be the empty C[0, 0].
                 v, r = C[t, 1], 0
             else:
-                v, r = _reduce(C, s, C, t, s, t, 1, use_max)
+                v, r = reduce_split(C, s, C, t, s, t, 1, use_max)
             L[s, t] = v
             if use_max:
                 split_i[s, t] = r
@@ -152,25 +151,25 @@ def _fill(scores, single, use_max, C, CT, I, L, split_i, split_c):
             I[s, t] = v + scores[s, t]
             # I[t, s] = L[s, t] + scores[t, s]  (arc t -> s); the root has no head.
             I[t, s] = v + scores[t, s] if s > 0 else -np.inf
-            _complete_items(I, C, CT, s, t, use_max, split_c)
+            complete_items(I, C, CT, s, t, use_max, split_c)
     return C[0, n]
 
 
 @numba.njit(cache=True)
-def _complete_items(I, C, CT, s, t, use_max, split_c):
+def complete_items(I, C, CT, s, t, use_max, split_c):
     """The two complete items of the span s < t from the incomplete ones (shared with the second-order
     chart of :mod:`egnlp.parser.eisner_siblings`, whose complete items are the same); ``split_c`` gets the best
     split points in max-plus."""
     # C[s, t] = (+)_{s < r <= t} I[s, r] + C[r, t]:
     # arc s -> r, then r's right-complete subtree r..t  (C[r, t] = CT[t, r]).
-    v, r = _reduce(I, s, CT, t, s + 1, t + 1, 0, use_max)
+    v, r = reduce_split(I, s, CT, t, s + 1, t + 1, 0, use_max)
     C[s, t] = v
     CT[t, s] = v
     if use_max:
         split_c[s, t] = r
     # C[t, s] = (+)_{s <= r < t} C[r, s] + I[t, r]:
     # r's left-complete subtree s..r, then arc t -> r  (C[r, s] = CT[s, r]).
-    v, r = _reduce(CT, s, I, t, s, t, 0, use_max)
+    v, r = reduce_split(CT, s, I, t, s, t, 0, use_max)
     C[t, s] = v
     CT[s, t] = v
     if use_max:
@@ -178,17 +177,17 @@ def _complete_items(I, C, CT, s, t, use_max, split_c):
 
 
 @numba.njit(cache=True)
-def _complete_items_adjoint(I, C, CT, s, t, gC, gCT, gI):
-    """Reverse-mode step of :func:`_complete_items` in sum-product: the adjoints of C[t, s] and C[s, t]
+def complete_items_adjoint(I, C, CT, s, t, gC, gCT, gI):
+    """Reverse-mode step of :func:`complete_items` in sum-product: the adjoints of C[t, s] and C[s, t]
     (gC plus the transposed copy's gCT) passed on to the items they sum."""
     # C[t, s] = logsum_r C[r, s] + I[t, r]
     g = gC[t, s] + gCT[s, t]
     if g != 0.0 and C[t, s] > -np.inf:
-        _lse_pair_adjoint(CT, s, I, t, s, t, 0, C[t, s], g, gCT, gI)
+        lse_pair_adjoint(CT, s, I, t, s, t, 0, C[t, s], g, gCT, gI)
     # C[s, t] = logsum_r I[s, r] + C[r, t]
     g = gC[s, t] + gCT[t, s]
     if g != 0.0 and C[s, t] > -np.inf:
-        _lse_pair_adjoint(I, s, CT, t, s + 1, t + 1, 0, C[s, t], g, gI, gCT)
+        lse_pair_adjoint(I, s, CT, t, s + 1, t + 1, 0, C[s, t], g, gI, gCT)
 
 
 @numba.njit(cache=True)
@@ -232,14 +231,14 @@ def _inside_outside_kernel(scores, single):
     for w in range(n, 0, -1):
         for s in range(n1 - w):
             t = s + w
-            _complete_items_adjoint(I, C, CT, s, t, gC, gCT, gI)
+            complete_items_adjoint(I, C, CT, s, t, gC, gCT, gI)
             # I[s, t] and I[t, s] both add an arc score to L[s, t].
             g = gI[s, t] + gI[t, s]
             if g != 0.0 and L[s, t] > -np.inf:
                 if single and s == 0:
                     gC[t, 1] += g
                 else:
-                    _lse_pair_adjoint(C, s, C, t, s, t, 1, L[s, t], g, gC, gC)
+                    lse_pair_adjoint(C, s, C, t, s, t, 1, L[s, t], g, gC, gC)
     # d log Z / d scores[h, m] = adjoint of I[h, m]; the ignored entries get 0.
     for k in range(n1):
         gI[k, 0] = 0.0
@@ -298,55 +297,6 @@ def _argmax_kernel(scores, single):
 # ---------------------------------------------------------------------------
 
 
-def _check_scores(scores: ArrayLike, name: str = "scores") -> NDArray[np.float64]:
-    """Validate an arc-score array; return it as C-contiguous float64."""
-    arr = np.asarray(scores)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D (n+1, n+1) array, got {arr.ndim} dimensions")
-    if arr.shape[0] != arr.shape[1]:
-        raise ValueError(f"{name} must be square (n+1, n+1), got shape {arr.shape}")
-    if arr.shape[0] < 2:
-        raise ValueError(
-            f"{name} must have shape (n+1, n+1) with at least one word (n >= 1), got {arr.shape}"
-        )
-    if arr.dtype.kind != "f":  # np.issubdtype(arr.dtype, np.floating), without its cost on every sentence
-        raise ValueError(f"{name} must hold floating-point values, got dtype {arr.dtype}")
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
-    if not (arr < np.inf).all():  # false for NaN and +inf
-        if np.isnan(arr).any():
-            raise ValueError(f"{name} contains NaN")
-        raise ValueError(f"{name} contains +inf (only finite values and -inf are allowed)")
-    return arr
-
-
-def _augmented_scores(scores: ArrayLike, cost: ArrayLike) -> NDArray[np.float64]:
-    """scores + cost, both validated and of the same shape: the scores of a loss-augmented argmax."""
-    arr = _check_scores(scores)
-    cost_arr = _check_scores(cost, "cost")
-    if cost_arr.shape != arr.shape:
-        raise ValueError(f"cost has shape {cost_arr.shape}, scores have shape {arr.shape}")
-    return arr + cost_arr
-
-
-class NoTreeError(ValueError):
-    """Every tree of the tree space scores -inf (its arcs are ruled out)."""
-
-
-def _solve(kernel, scores: ArrayLike, root: str, undefined: str):
-    """``kernel(scores, single)`` on validated scores: its (value, result), unless every tree of the
-    tree space scores -inf (:class:`NoTreeError`, ending with ``undefined``)."""
-    value, result = kernel(_check_scores(scores), _is_single_root(root))
-    if value == -np.inf:
-        raise NoTreeError("every tree in the tree space has score -inf" + undefined)
-    return value, result
-
-
-def _is_single_root(root: str) -> bool:
-    if root not in _ROOTS:
-        raise ValueError(f"root must be 'single' or 'multi', got {root!r}")
-    return root == "single"
-
-
 def eisner_argmax(scores: ArrayLike, root: str = "multi") -> NDArray[np.int64]:
     """Highest-scoring projective tree (Eisner 1996).
 
@@ -361,7 +311,7 @@ def eisner_argmax(scores: ArrayLike, root: str = "multi") -> NDArray[np.int64]:
     Raises:
         ValueError: invalid input, or every tree has score -inf.
     """
-    return _solve(_argmax_kernel, scores, root, "")[1]
+    return solve(_argmax_kernel, arc_inputs(scores, root))[1]
 
 
 def eisner_argmax_augmented(
@@ -378,7 +328,7 @@ def eisner_argmax_augmented(
     Returns:
         heads: (n + 1,) int64 maximising tree_score(scores + cost, heads).
     """
-    return eisner_argmax(_augmented_scores(scores, cost), root)
+    return eisner_argmax(augmented_scores(scores, cost), root)
 
 
 def tree_score(scores: ArrayLike, heads: ArrayLike) -> float:
@@ -389,7 +339,7 @@ def tree_score(scores: ArrayLike, heads: ArrayLike) -> float:
         heads: (n + 1,) integer heads, heads[0] = -1, heads[m] in 0..n and
             heads[m] != m.  Acyclicity and projectivity are not checked.
     """
-    arr = _check_scores(scores)
+    arr = check_scores(scores)
     h = np.asarray(heads)
     n1 = arr.shape[0]
     if h.shape != (n1,):
@@ -415,8 +365,7 @@ def inside(scores: ArrayLike, root: str = "multi") -> float:
         scores: (n + 1, n + 1) arc scores [head, modifier].
         root: "multi" or "single".
     """
-    arr = _check_scores(scores)
-    return float(_inside_kernel(arr, _is_single_root(root)))
+    return float(_inside_kernel(*arc_inputs(scores, root)))
 
 
 def inside_outside(
@@ -439,5 +388,5 @@ def inside_outside(
     Raises:
         ValueError: invalid input, or every tree has score -inf.
     """
-    log_z, mu = _solve(_inside_outside_kernel, scores, root, "; marginals are undefined")
+    log_z, mu = solve(_inside_outside_kernel, arc_inputs(scores, root), "; marginals are undefined")
     return float(log_z), mu

@@ -19,9 +19,8 @@ O(n^4) time and O(n^3) chart memory, in log space.
 
 Parts convention
 ----------------
-A sentence has ``size = n + 1`` positions: the artificial root at 0 and the
-words 1..n, with n >= 1.  A tree is an int64 array ``heads`` of length
-``size`` with ``heads[0] == -1`` and ``heads[m]`` in 0..n the head of word m.
+Sentences and trees as in :mod:`egnlp.parser.eisner_siblings` (``size = n + 1``
+positions, the root at 0; ``heads`` of length ``size``, ``heads[0] == -1``).
 
 * Sibling parts: ``theta``, a flat float64 vector of length
   ``n_sibling_parts(size)`` laid out by ``sibling_offsets(size)``, exactly as
@@ -37,14 +36,8 @@ use.  A tree's score is ``theta[tree_parts(heads)].sum() +
 G[tuple(grand_parts(heads).T)].sum()`` (indexing rather than a product with
 the indicators, since -inf * 0 is NaN).
 
-Tree spaces, chosen by ``root``:
-
-* ``"multi"``: every projective tree rooted at 0; the root may have any
-  number of children.
-* ``"single"``: the projective trees in which the root has exactly one child.
-
-Projective means that no two arcs cross when the root is drawn at position 0,
-left of the words.
+Tree spaces, chosen by ``root``: the projective trees of :mod:`egnlp.parser.eisner`,
+with any number of root children (``"multi"``) or exactly one (``"single"``).
 
 Chart layout (shared by all kernels)
 ------------------------------------
@@ -96,8 +89,8 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from egnlp.parser.eisner import _is_single_root
-from egnlp.parser.eisner_siblings import _check_heads, _check_theta
+from egnlp.parser.eisner_siblings import check_theta
+from egnlp.parser.tree_checks import check_tree, float_scores, is_single_root, solve
 
 __all__ = [
     "grand_argmax",
@@ -509,7 +502,7 @@ def grand_parts(heads: ArrayLike) -> NDArray[np.int64]:
         attached to the root have no grandparent part, so k = n - (number of
         root children).
     """
-    arr = _check_heads(heads)
+    arr = check_tree(heads)
     m = np.arange(1, arr.shape[0], dtype=np.int64)
     h = arr[1:]
     keep = h >= 1
@@ -547,59 +540,30 @@ def _check_grand(G: ArrayLike, size: int) -> NDArray[np.float64]:
                          f"got {arr.ndim} dimensions")
     if arr.shape != (size, size, size):
         raise ValueError(f"G must have shape ({size}, {size}, {size}) for size {size}, got {arr.shape}")
-    if not np.issubdtype(arr.dtype, np.floating):
-        raise ValueError(f"G must hold floating-point values, got dtype {arr.dtype}")
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
-    if not (arr < np.inf).all():  # false for NaN and +inf
-        if np.isnan(arr).any():
-            raise ValueError("G contains NaN")
-        raise ValueError("G contains +inf (only finite values and -inf are allowed)")
-    return arr
+    return float_scores(arr, "G")
 
 
 def _prepare(theta: ArrayLike, G: ArrayLike, size: int, root: str):
     """(theta, off, G, single) validated for the kernels."""
-    single = _is_single_root(root)
-    arr, off = _check_theta(theta, size)
+    single = is_single_root(root)
+    arr, off = check_theta(theta, size)
     return arr, off, _check_grand(G, off.shape[0]), single
 
 
 def grand_argmax(theta: ArrayLike, G: ArrayLike, size: int, root: str = "multi") -> NDArray[np.int64]:
     """Highest-scoring projective tree under sibling and grandparent parts (Koo and Collins 2010).
 
-    Args:
-        theta: (n_sibling_parts(size),) sibling-part scores (layout of
-            :mod:`egnlp.parser.eisner_siblings`).
-        G: (size, size, size) grandparent-part scores G[g, h, m].
-        size: n + 1, the number of positions (root and words).
-        root: "multi" (any number of root children) or "single" (exactly one).
-
-    Returns:
-        heads: (size,) int64, heads[0] = -1.  Ties between trees are broken
-        deterministically (toward "no sibling", then the smallest split point).
-
-    Raises:
-        ValueError: invalid input, or every tree has score -inf.
+    ``G``: (size, size, size) grandparent-part scores G[g, h, m]; ``theta`` (the sibling-part scores),
+    ``size``, ``root``, the result (heads, (size,) int64) and its ties and errors as for
+    :func:`~egnlp.parser.eisner_siblings.sibling_argmax`.
     """
-    best, heads = _argmax_kernel(*_prepare(theta, G, size, root))
-    if best == -np.inf:
-        raise ValueError("every tree in the tree space has score -inf")
-    return heads
+    return solve(_argmax_kernel, _prepare(theta, G, size, root))[1]
 
 
 def grand_log_partition(theta: ArrayLike, G: ArrayLike, size: int, root: str = "multi") -> float:
-    """log Z: log of the sum over the tree space of exp(tree score).
-
-    Computed in log space, so scores of magnitude 1e3 and sentences of
-    hundreds of words neither overflow nor underflow.  Returns -inf when
-    every tree has score -inf.
-
-    Args:
-        theta: (n_sibling_parts(size),) sibling-part scores.
-        G: (size, size, size) grandparent-part scores G[g, h, m].
-        size: n + 1.
-        root: "multi" or "single".
-    """
+    """log Z: log of the sum over the tree space of exp(tree score), in log space (-inf when every tree
+    has score -inf); ``G`` as for :func:`grand_argmax`, the other arguments as for
+    :func:`~egnlp.parser.eisner_siblings.sibling_log_partition`."""
     return float(_inside_kernel(*_prepare(theta, G, size, root)))
 
 
@@ -608,13 +572,8 @@ def grand_marginals(
 ) -> tuple[float, NDArray[np.float64], NDArray[np.float64]]:
     """Sibling-part and grandparent-part marginals by inside-outside over projective trees.
 
-    The outside pass is the reverse-mode derivative of the inside chart.
-
-    Args:
-        theta: (n_sibling_parts(size),) sibling-part scores.
-        G: (size, size, size) grandparent-part scores G[g, h, m].
-        size: n + 1.
-        root: "multi" or "single".
+    The outside pass is the reverse-mode derivative of the inside chart.  Arguments as for
+    :func:`grand_argmax`.
 
     Returns:
         (log_z, mu_sib, mu_grand): log Z (as ``grand_log_partition``,
@@ -629,9 +588,8 @@ def grand_marginals(
     Raises:
         ValueError: invalid input, or every tree has score -inf.
     """
-    log_z, mu_sib, mu_grand = _inside_outside_kernel(*_prepare(theta, G, size, root))
-    if log_z == -np.inf:
-        raise ValueError("every tree in the tree space has score -inf; marginals are undefined")
+    log_z, mu_sib, mu_grand = solve(_inside_outside_kernel, _prepare(theta, G, size, root),
+                                    "; marginals are undefined")
     np.minimum(mu_sib, 1.0, out=mu_sib)
     np.minimum(mu_grand, 1.0, out=mu_grand)
     return float(log_z), mu_sib, mu_grand

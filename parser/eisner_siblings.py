@@ -33,14 +33,8 @@ The cells (h, m) follow each other in row-major order; the cells with m == 0
 or m == h hold no parts (their ``off`` is where the next cell starts).
 Entries of ``theta`` are finite, or -inf for a part no tree may use.
 
-Tree spaces, chosen by ``root``:
-
-* ``"multi"``: every projective tree rooted at 0; the root may have any
-  number of children.
-* ``"single"``: the projective trees in which the root has exactly one child.
-
-Projective means that no two arcs cross when the root is drawn at position 0,
-left of the words.
+Tree spaces, chosen by ``root``: the projective trees of :mod:`egnlp.parser.eisner`,
+with any number of root children (``"multi"``) or exactly one (``"single"``).
 
 Chart layout (shared by all kernels)
 ------------------------------------
@@ -82,8 +76,8 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from egnlp.parser.eisner import (_complete_items, _complete_items_adjoint, _is_single_root, _lse_pair_adjoint,
-                                 _reduce)
+from egnlp.parser.eisner import complete_items, complete_items_adjoint, lse_pair_adjoint, reduce_split
+from egnlp.parser.tree_checks import check_tree, float_scores, is_single_root, solve
 
 __all__ = [
     "n_sibling_parts",
@@ -98,7 +92,7 @@ __all__ = [
 
 # ---------------------------------------------------------------------------
 # Kernel helpers: the incomplete items' reduction over previous siblings, in each semiring (the
-# complete and sibling items reduce over split points as eisner.py's do: _reduce, _lse_pair)
+# complete and sibling items reduce over split points as eisner.py's do: reduce_split, lse_pair_adjoint)
 # ---------------------------------------------------------------------------
 
 
@@ -201,7 +195,7 @@ def _fill(theta, off, single, use_max, C, CT, I, S, ST, split_c, split_i, split_
             # S[s, t] = (+)_{s <= u < t} C[s, u] + C[t, u + 1]: s's right half
             # meets t's left half.  The root is never a sibling: S[0, t] = -inf.
             if s > 0:
-                v, r = _reduce(C, s, C, t, s, t, 1, use_max)
+                v, r = reduce_split(C, s, C, t, s, t, 1, use_max)
                 S[s, t] = v
                 ST[t, s] = v
                 if use_max:
@@ -233,7 +227,7 @@ def _fill(theta, off, single, use_max, C, CT, I, S, ST, split_c, split_i, split_
                 if use_max:
                     split_i[t, s] = r
             # C[s, t] and C[t, s]: the last modifier r of s (of t) on that side, with its complete half
-            _complete_items(I, C, CT, s, t, use_max, split_c)
+            complete_items(I, C, CT, s, t, use_max, split_c)
     return C[0, n]
 
 
@@ -278,7 +272,7 @@ def _inside_outside_kernel(theta, off, single):
     for w in range(n, 0, -1):
         for s in range(n1 - w):
             t = s + w
-            _complete_items_adjoint(I, C, CT, s, t, gC, gCT, gI)
+            complete_items_adjoint(I, C, CT, s, t, gC, gCT, gI)
             # I[t, s] = C[s, t - 1] + theta(t, none, s) (+) logsum_r S[s, r] + I[t, r] + theta(t, r, s)
             g = gI[t, s]
             if s > 0 and g != 0.0 and I[t, s] > -np.inf:
@@ -299,7 +293,7 @@ def _inside_outside_kernel(theta, off, single):
             # S[s, t] = logsum_u C[s, u] + C[t, u + 1]
             g = gS[s, t] + gST[t, s]
             if s > 0 and g != 0.0 and S[s, t] > -np.inf:
-                _lse_pair_adjoint(C, s, C, t, s, t, 1, S[s, t], g, gC, gC)
+                lse_pair_adjoint(C, s, C, t, s, t, 1, S[s, t], g, gC, gC)
     return log_z, gtheta
 
 
@@ -436,34 +430,6 @@ def sibling_offsets(size: int) -> NDArray[np.int64]:
     return _offsets(_check_size(size))
 
 
-def _check_heads(heads: ArrayLike) -> NDArray[np.int64]:
-    """Validate a tree (any, also non-projective); return it as C-contiguous int64."""
-    arr = np.asarray(heads)
-    if arr.ndim != 1:
-        raise ValueError(f"heads must be a 1-D array, got {arr.ndim} dimensions")
-    if arr.shape[0] < 2:
-        raise ValueError(f"heads must have length n + 1 >= 2, got {arr.shape[0]}")
-    if not np.issubdtype(arr.dtype, np.integer):
-        raise ValueError(f"heads must hold integers, got dtype {arr.dtype}")
-    arr = np.ascontiguousarray(arr, dtype=np.int64)
-    n1 = arr.shape[0]
-    if arr[0] != -1:
-        raise ValueError(f"heads[0] must be -1 (the root has no head), got {arr[0]}")
-    words = np.arange(1, n1)
-    if ((arr[1:] < 0) | (arr[1:] >= n1) | (arr[1:] == words)).any():
-        raise ValueError("heads[m] must be in 0..n and differ from m for every word m")
-    # Rooted and acyclic: pointer doubling reaches 0 from every word.
-    up = arr.copy()
-    up[0] = 0
-    steps = 1
-    while steps < n1:
-        up = up[up]
-        steps *= 2
-    if (up != 0).any():
-        raise ValueError("heads contains a cycle: it is not a tree rooted at 0")
-    return arr
-
-
 def tree_parts(heads: ArrayLike) -> NDArray[np.int64]:
     """The flat sibling part used by each word of a tree.
 
@@ -475,7 +441,7 @@ def tree_parts(heads: ArrayLike) -> NDArray[np.int64]:
         (n,) int64: entry m - 1 is the index of the part (heads[m], s, m) in
         the layout of ``sibling_offsets(n + 1)``.
     """
-    arr = _check_heads(heads)
+    arr = check_tree(heads)
     return _tree_parts_kernel(arr, _offsets(arr.shape[0]))
 
 
@@ -496,7 +462,7 @@ def sibling_indicator(heads: ArrayLike) -> NDArray[np.float64]:
 # ---------------------------------------------------------------------------
 
 
-def _check_theta(theta: ArrayLike, size: int) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+def check_theta(theta: ArrayLike, size: int) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """Validate sibling-part scores for a sentence size; return (theta as C-contiguous float64, off)."""
     size = _check_size(size)
     arr = np.asarray(theta)
@@ -507,14 +473,13 @@ def _check_theta(theta: ArrayLike, size: int) -> tuple[NDArray[np.float64], NDAr
         raise ValueError(
             f"theta must have n_sibling_parts({size}) = {expected} entries, got {arr.shape[0]}"
         )
-    if not np.issubdtype(arr.dtype, np.floating):
-        raise ValueError(f"theta must hold floating-point values, got dtype {arr.dtype}")
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
-    if not (arr < np.inf).all():  # false for NaN and +inf
-        if np.isnan(arr).any():
-            raise ValueError("theta contains NaN")
-        raise ValueError("theta contains +inf (only finite values and -inf are allowed)")
-    return arr, _offsets(size)
+    return float_scores(arr, "theta"), _offsets(size)
+
+
+def _prepare(theta: ArrayLike, size: int, root: str) -> tuple[NDArray[np.float64], NDArray[np.int64], bool]:
+    """(theta, off, single) validated for the kernels."""
+    single = is_single_root(root)
+    return (*check_theta(theta, size), single)
 
 
 def sibling_argmax(theta: ArrayLike, size: int, root: str = "multi") -> NDArray[np.int64]:
@@ -532,12 +497,7 @@ def sibling_argmax(theta: ArrayLike, size: int, root: str = "multi") -> NDArray[
     Raises:
         ValueError: invalid input, or every tree has score -inf.
     """
-    single = _is_single_root(root)
-    arr, off = _check_theta(theta, size)
-    best, heads = _argmax_kernel(arr, off, single)
-    if best == -np.inf:
-        raise ValueError("every tree in the tree space has score -inf")
-    return heads
+    return solve(_argmax_kernel, _prepare(theta, size, root))[1]
 
 
 def sibling_log_partition(theta: ArrayLike, size: int, root: str = "multi") -> float:
@@ -552,9 +512,7 @@ def sibling_log_partition(theta: ArrayLike, size: int, root: str = "multi") -> f
         size: n + 1.
         root: "multi" or "single".
     """
-    single = _is_single_root(root)
-    arr, off = _check_theta(theta, size)
-    return float(_inside_kernel(arr, off, single))
+    return float(_inside_kernel(*_prepare(theta, size, root)))
 
 
 def sibling_marginals(
@@ -579,11 +537,7 @@ def sibling_marginals(
     Raises:
         ValueError: invalid input, or every tree has score -inf.
     """
-    single = _is_single_root(root)
-    arr, off = _check_theta(theta, size)
-    log_z, mu = _inside_outside_kernel(arr, off, single)
-    if log_z == -np.inf:
-        raise ValueError("every tree in the tree space has score -inf; marginals are undefined")
+    log_z, mu = solve(_inside_outside_kernel, _prepare(theta, size, root), "; marginals are undefined")
     # Rounding in exp(term - item) can overshoot 1 by ~1e-16 * |log Z|.
     np.minimum(mu, 1.0, out=mu)
     return float(log_z), mu

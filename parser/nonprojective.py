@@ -114,7 +114,7 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from egnlp.parser.eisner import _augmented_scores, _check_scores, _is_single_root, _solve
+from egnlp.parser.tree_checks import arc_inputs, augmented_scores, solve
 
 __all__ = [
     "cle_argmax",
@@ -577,7 +577,7 @@ def cle_argmax(scores: ArrayLike, root: str = "multi") -> NDArray[np.int64]:
     are broken deterministically: every scan keeps the first best head (the
     root, then the words in order, then contracted nodes by creation).
     """
-    return _solve(_cle_kernel, scores, root, "")[1]
+    return solve(_cle_kernel, arc_inputs(scores, root))[1]
 
 
 def cle_argmax_augmented(
@@ -587,7 +587,7 @@ def cle_argmax_augmented(
 
     Args and result as for :func:`egnlp.parser.eisner.eisner_argmax_augmented`.
     """
-    return cle_argmax(_augmented_scores(scores, cost), root)
+    return cle_argmax(augmented_scores(scores, cost), root)
 
 
 def mtt_log_partition(scores: ArrayLike, root: str = "multi") -> float:
@@ -601,8 +601,7 @@ def mtt_log_partition(scores: ArrayLike, root: str = "multi") -> float:
         scores: (n + 1, n + 1) arc scores [head, modifier].
         root: "multi" or "single".
     """
-    arr = _check_scores(scores)
-    return _mtt(arr, _is_single_root(root), False)[0]
+    return _mtt(*arc_inputs(scores, root), False)[0]
 
 
 def mtt_marginals(
@@ -615,6 +614,4 @@ def mtt_marginals(
     (log_z, mu[h, m] = P(head of m is h)) and errors as for
     :func:`egnlp.parser.eisner.inside_outside`.
     """
-    return _solve(
-        lambda arr, single: _mtt(arr, single, True), scores, root, "; marginals are undefined"
-    )
+    return solve(_mtt, (*arc_inputs(scores, root), True), "; marginals are undefined")

@@ -40,11 +40,12 @@ from egnlp.base.files import ModelError, check_arrays, check_labels, read_npz, w
 from egnlp.features.arc_featurizer import ArcFeaturizer, ArcWeights
 from egnlp.features.arc_templates import TEMPLATES_VERSION, EncodedCorpus
 from egnlp.parser.labeler import ArcLabeler
-from egnlp.parser.eisner import NoTreeError
 from egnlp.parser.attachment import is_punct
-from egnlp.parser.trees import PROJECTIVE, check_final_on_root, check_root, final_on_root_argmax, tree_space
+from egnlp.parser.tree_checks import NoTreeError, check_root
+from egnlp.parser.trees import PROJECTIVE, check_final_on_root, final_on_root_argmax, tree_space
 
 if TYPE_CHECKING:  # the higher-order modules load when a model uses them (a first-order parse starts 30 ms sooner)
+    from nltk.parse import DependencyGraph
     from egnlp.features.grandparents import GrandFeaturizer
     from egnlp.features.siblings import SiblingFeaturizer
 

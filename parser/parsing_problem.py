@@ -25,7 +25,8 @@ from egnlp.features.csr import PartFeatures
 from egnlp.parser.eisner_siblings import (n_sibling_parts, sibling_argmax, sibling_indicator, sibling_log_partition,
                                   sibling_marginals, tree_parts)
 from egnlp.parser.eisner_grandparents import grand_argmax, grand_indicator, grand_log_partition, grand_marginals
-from egnlp.parser.trees import PROJECTIVE, check_root, tree_space
+from egnlp.parser.tree_checks import check_root
+from egnlp.parser.trees import PROJECTIVE, tree_space
 
 
 def arc_indicator(heads, size: int) -> np.ndarray:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from egnlp.base.errors import registered
 from egnlp.corpora.sentence import is_projective
 from egnlp.parser.eisner import eisner_argmax, inside, inside_outside
 from egnlp.parser.nonprojective import cle_argmax, mtt_log_partition, mtt_marginals
@@ -24,7 +25,6 @@ PROJECTIVE = "projective"
 NON_PROJECTIVE = "non-projective"
 AUTO = "auto"
 TREES = (PROJECTIVE, NON_PROJECTIVE)
-ROOTS = ("single", "multi")
 # ``auto`` picks the non-projective space when more than this share of training trees is non-projective.
 AUTO_NON_PROJECTIVE_SHARE = 0.01
 
@@ -48,17 +48,7 @@ _SPACES = {
 
 def tree_space(name: str) -> TreeSpace:
     """The tree space ``projective`` or ``non-projective``; ValueError otherwise."""
-    try:
-        return _SPACES[name]
-    except KeyError:
-        raise ValueError(f"tree must be one of {', '.join(TREES)}, not {name!r}") from None
-
-
-def check_root(root: str) -> str:
-    """``root`` if it is ``single`` or ``multi``; ValueError otherwise."""
-    if root not in ROOTS:
-        raise ValueError(f"root must be 'single' or 'multi', not {root!r}")
-    return root
+    return registered(_SPACES, name, lambda names: ValueError(f"tree must be one of {names}, not {name!r}"))
 
 
 def choose_tree(heads_list: Sequence[Sequence[int]], tree: str = AUTO) -> str:

@@ -94,45 +94,57 @@ def _lse_sum(x, y):
     return m + np.log(acc)
 
 
+@numba.njit(cache=True, inline="always")
+def _chart_step(prev, T, M, top, base, acc, out):
+    """out[j] = base[j] + logsum_i (prev[i] + T[i, j]): one step of either chart, all of it (L,) float64.
+
+    The forward chart's row t: prev = alpha[t - 1], T = transitions, base = emissions[t].  The backward
+    chart's row t: prev[b] = emissions[t + 1, b] + beta[t + 1, b], T = transitions.T, base = 0.
+
+    The log-sum is computed as m + top + log sum_i exp(prev[i] - m) M[i, j] with m = max_i prev[i] and
+    M = exp(T - top) (E, or E.T, as C-contiguous rows): L^2 multiply-adds and L exps per step.  The
+    sums run over i in order, a whole row of M at a time: the inner loop runs along a row of M and
+    vectorises (a sum per j does not, and made the backward chart the slowest loop of forward-backward).
+    Where a sum is so small that terms may have underflowed (below ``_TINY``), out[j] is recomputed
+    exactly in log space, so huge scores stay exact.  ``acc`` (L,) is work space.
+    """
+    L = prev.shape[0]
+    m = -np.inf
+    for i in range(L):
+        if prev[i] > m:
+            m = prev[i]
+    if m == -np.inf:
+        for j in range(L):
+            out[j] = -np.inf
+        return
+    for j in range(L):
+        acc[j] = 0.0
+    for i in range(L):
+        scaled = np.exp(prev[i] - m)
+        if scaled != 0.0:  # a row of zeros would add 0.0 everywhere
+            for j in range(L):
+                acc[j] += scaled * M[i, j]
+    for j in range(L):
+        if acc[j] > _TINY:
+            out[j] = base[j] + m + top + np.log(acc[j])
+        else:
+            out[j] = base[j] + _lse_sum(prev, T[:, j])
+
+
 @numba.njit(cache=True)
 def _forward(emissions, transitions, start, E, top, alpha):
     """Fill alpha[t, b] = log sum over label prefixes ending in b at t (sum-product).
 
     alpha[0, b] = start[b] + emissions[0, b];
-    alpha[t, b] = emissions[t, b] + logsum_a (alpha[t - 1, a] + transitions[a, b]).
-
-    The log-sum is computed as m + top + log sum_a exp(alpha[t-1, a] - m) E[a, b]
-    with m = max_a alpha[t - 1, a] and E = exp(transitions - top): L^2
-    multiply-adds and no exp per step.  Where that sum is so small that
-    terms may have underflowed (below ``_TINY``), the entry is recomputed
-    exactly in log space, so huge scores stay exact.
+    alpha[t, b] = emissions[t, b] + logsum_a (alpha[t - 1, a] + transitions[a, b]),
+    by :func:`_chart_step` with E = exp(transitions - top).
     """
     n, L = emissions.shape
-    scaled = np.empty(L)
     acc = np.empty(L)
     for b in range(L):
         alpha[0, b] = start[b] + emissions[0, b]
     for t in range(1, n):
-        m = -np.inf
-        for a in range(L):
-            if alpha[t - 1, a] > m:
-                m = alpha[t - 1, a]
-        if m == -np.inf:
-            for b in range(L):
-                alpha[t, b] = -np.inf
-            continue
-        for b in range(L):
-            acc[b] = 0.0
-        for a in range(L):
-            scaled[a] = np.exp(alpha[t - 1, a] - m)
-            if scaled[a] != 0.0:
-                for b in range(L):
-                    acc[b] += scaled[a] * E[a, b]
-        for b in range(L):
-            if acc[b] > _TINY:
-                alpha[t, b] = emissions[t, b] + m + top + np.log(acc[b])
-            else:
-                alpha[t, b] = emissions[t, b] + _lse_sum(alpha[t - 1], transitions[:, b])
+        _chart_step(alpha[t - 1], transitions, E, top, emissions[t], acc, alpha[t])
 
 
 @numba.njit(cache=True)
@@ -141,39 +153,20 @@ def _backward(emissions, transitions, stop, E, top, beta):
 
     beta[n - 1, a] = stop[a];
     beta[t, a] = logsum_b (transitions[a, b] + emissions[t + 1, b] + beta[t + 1, b]),
-    scaled like ``_forward`` (with g[b] = emissions[t + 1, b] + beta[t + 1, b]).
+    by :func:`_chart_step` over g[b] = emissions[t + 1, b] + beta[t + 1, b].
     """
     n, L = emissions.shape
     ET = np.ascontiguousarray(E.T)  # ET[b, a] = E[a, b]
     g = np.empty(L)
     acc = np.empty(L)
+    zero = np.zeros(L)
+    transposed = transitions.T
     for a in range(L):
         beta[n - 1, a] = stop[a]
     for t in range(n - 2, -1, -1):
-        m = -np.inf
         for b in range(L):
             g[b] = emissions[t + 1, b] + beta[t + 1, b]
-            if g[b] > m:
-                m = g[b]
-        if m == -np.inf:
-            for a in range(L):
-                beta[t, a] = -np.inf
-            continue
-        # acc[a] = sum_b E[a, b] exp(g[b] - m), summed over b in order as a whole row of a at a
-        # time: the inner loop runs along a row of ET and vectorises (a sum per a does not, and
-        # made this the slowest loop of forward-backward)
-        for a in range(L):
-            acc[a] = 0.0
-        for b in range(L):
-            scaled = np.exp(g[b] - m)
-            if scaled != 0.0:
-                for a in range(L):
-                    acc[a] += ET[b, a] * scaled
-        for a in range(L):
-            if acc[a] > _TINY:
-                beta[t, a] = m + top + np.log(acc[a])
-            else:
-                beta[t, a] = _lse_sum(transitions[a], g)
+        _chart_step(g, transposed, ET, top, zero, acc, beta[t])
 
 
 @numba.njit(cache=True)

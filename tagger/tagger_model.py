@@ -30,6 +30,7 @@ import numpy as np
 from egnlp.corpora import Sentence
 from egnlp.base.workers import map_blocks
 from egnlp.corpora.sentence import LABEL_COLUMNS
+from egnlp.base.errors import registered
 from egnlp.base.files import ModelError, check_arrays, pack_strings, read_npz, unpack_strings, write_npz_atomic
 from egnlp.base.nltk_bases import NLTKBase, nltk_base
 from egnlp.tagger.crf import CRFModel
@@ -68,10 +69,8 @@ def _predict_block(model: SequenceModel, items: Sequence[tuple[list[str], list[s
 
 def _inner_class(kind: str) -> type:
     """The inner model class of ``kind``."""
-    try:
-        return INNER_MODELS[kind]
-    except KeyError:
-        raise ModelError(f"unknown tagger model kind {kind!r} (known: {', '.join(INNER_MODELS)})") from None
+    return registered(INNER_MODELS, kind,
+                      lambda names: ModelError(f"unknown tagger model kind {kind!r} (known: {names})"))
 
 
 def _vocab_to_arrays(forms: Sequence[str]) -> dict[str, np.ndarray]:

@@ -1,4 +1,4 @@
-"""Session hooks shared by the whole suite.
+"""Session hooks and fixtures shared by the whole suite.
 
 After pytest has reported, the process ends with pytest's own exit status
 and skips the interpreter's teardown.  In about half of the runs that
@@ -20,9 +20,16 @@ from pathlib import Path
 import pytest
 
 import egnlp  # noqa: F401  (egnlp.kernel_cache: stale cached kernels are dropped here, before any worker starts)
+from egnlp.corpora import load_dataset
 
 # The UD treebank files of the data sets pt-bosque and nl-alpino: beside the checkout unless set.
 os.environ.setdefault("EGNLP_UD_DIR", str(Path(__file__).resolve().parents[2] / "shared" / "data" / "ud"))
+
+
+@pytest.fixture(scope="module")
+def es_train():
+    """The training split of the data set ``es`` (loaded once per test module)."""
+    return load_dataset("es", "train")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

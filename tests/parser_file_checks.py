@@ -1,6 +1,7 @@
-"""Checks shared by the tests of the higher-order parsers (sibling, grandparent parts): the trainers reach
-one optimum on such a problem, a saved model parses as the trained one, files it cannot be read from
-fail with one readable error each, and the command line trains, parses and describes such a model."""
+"""Checks shared by the tests of the higher-order parsers (sibling, grandparent parts): a part's ids are
+those of its templates' keys, the trainers reach one optimum on such a problem, a saved model parses as
+the trained one, files it cannot be read from fail with one readable error each, and the command line
+trains, parses and describes such a model."""
 
 from __future__ import annotations
 
@@ -13,11 +14,51 @@ from scipy.optimize import minimize
 
 from egnlp.corpora import load_dataset, read_conll, write_conll
 from egnlp.base.files import ModelError, read_npz, write_npz_atomic
+from egnlp.features.arc_templates import CPOS, POS, WORD, template_key
 from egnlp.parser.parser_model import FORMAT_VERSION, MODEL_KIND, Parser
 from egnlp.training.structured_problem import log_linear_gradient, log_linear_primal
 from egnlp.training.registry import get_trainer, make_config
 
 from cli_helpers import assert_ok, run, usage_line
+
+
+def token_atoms(atoms: np.ndarray, row: int) -> tuple:
+    """The (word, tag, coarse tag) atoms of a row of an encoded corpus."""
+    return atoms[row, WORD], atoms[row, POS], atoms[row, CPOS]
+
+
+def reference_part_keys(t0: int, x, m, slot: int, tags, coarse, conjoined: int) -> list:
+    """The keys of a higher-order part, written out from the feature modules' docstrings: over a token x
+    (the sibling or the grandparent) and the modifier m, each a (word, tag, coarse tag) triple of atoms,
+    xp.mp, xw.mw, xw.mp, xp.mw and xc.mc (templates t0..t0 + 4) alone and in ``slot``; over three tokens,
+    the tags ``tags`` (t0 + 5) and the coarse tags ``coarse`` (t0 + 6), alone and conjoined with
+    ``conjoined``."""
+    (xw, xp, xc), (mw, mp, mc) = x, m
+    keys = []
+    for t, (a, b) in enumerate([(xp, mp), (xw, mw), (xw, mp), (xp, mw), (xc, mc)]):
+        keys += [template_key(t0 + t, a, b, 0, 0), template_key(t0 + t, a, b, slot, 1)]
+    for t, (a, b, c) in ((t0 + 5, tags), (t0 + 6, coarse)):
+        keys += [template_key(t, a, b, c, 0), template_key(t, a, b, c, conjoined)]
+    return keys
+
+
+def compiled_sentences(featurizer, encoded, picks):
+    """(i, the ids that ``featurizer`` (a sibling or grandparent alphabet) compiles for sentence i of
+    ``encoded``, the row of its root) for each i of ``picks``."""
+    for i in picks:
+        yield i, featurizer.compile(encoded, i), int(encoded.tok_ptr[i])
+
+
+def check_part_ids(ids, alphabet: np.ndarray, keys: list, gold: bool, where) -> np.ndarray:
+    """A part's ``ids`` (its row's and its class's, -1 for none) are the ranks of its template ``keys`` in
+    the sorted ``alphabet`` that it holds, and a ``gold`` part's keys are all there; returns those ids."""
+    want = np.array(keys, dtype=np.uint64)
+    at = np.searchsorted(alphabet, want)
+    found = (at < alphabet.size) & (alphabet[np.minimum(at, alphabet.size - 1)] == want)
+    assert sorted(int(x) for x in ids if x >= 0) == sorted(at[found].tolist()), where
+    if gold:
+        assert found.all(), where
+    return at[found]
 
 
 def check_feature_set(problem, rng: np.random.Generator, sentence_check=None) -> None:

@@ -9,7 +9,7 @@ from egnlp.corpora import load_dataset
 from egnlp.corpora.sentence import Sentence
 from egnlp.features.arc_featurizer import FILTER_SHARE, ArcFeaturizer, find_ids, slot_id
 from egnlp.features.arc_parts import ArcPartFeatures, CompiledSentence
-from egnlp.features.arc_templates import N_PAIR, N_SLOTS, _pair_used, _tag_template, arc_keys, dirdist_slot
+from egnlp.features.arc_templates import N_PAIR, N_SLOTS, _tag_template, arc_keys, dirdist_slot, pair_used
 from egnlp.parser.parsing_problem import ParsingProblem
 from egnlp.training.registry import get_trainer, make_config
 
@@ -212,7 +212,7 @@ def test_the_alphabet_is_that_of_the_gold_arcs(data):
     f.fit(enc, [s.heads for s in train])
     keys, codes, tag_keys = [], [], []
     buf = np.empty(4096, dtype=np.uint64)
-    used = [k for k in range(N_PAIR) if _pair_used(k, f.flags)]
+    used = [k for k in range(N_PAIR) if pair_used(k, f.flags)]
     n_token = 2 * (len([k for k in used if k < 21]) // 7 * 3 + (1 if f.use_feats else 0))
     for s, sent in enumerate(train):
         base = int(enc.tok_ptr[s])

@@ -7,8 +7,8 @@ from egnlp.corpora import load_dataset
 from egnlp.corpora.sentence import CPOS, HEAD, POS, Sentence
 from egnlp.features.arc_featurizer import (_BLOCK_TAGS, _COUNTED_TAGS, _DENSE_TAGS, TOKEN_MEMO_SIZE, ArcFeaturizer,
                                           pair_weights, token_store)
-from egnlp.features.arc_templates import (N_PAIR, N_SLOTS, SUFFIX, WORD, _N_BETWEEN, _N_FIXED, _head_prefixes,
-                                          _modifier_atoms, _pair_keys, _prefix_pair_keys)
+from egnlp.features.arc_templates import (N_BETWEEN, N_FIXED, N_PAIR, N_SLOTS, SUFFIX, WORD, _pair_keys, head_prefixes,
+                                          modifier_atoms, prefix_pair_keys)
 from egnlp.features.csr import PartFeatures, add_sparse, collect_delta
 from egnlp.features.hashing import KeyTable, hash_string
 
@@ -262,16 +262,16 @@ def test_prefix_pair_keys_are_the_pair_keys_in_their_order():
         for s in range(len(sentences)):
             base, n = int(enc.tok_ptr[s]), enc.length(s)
             prefixes = np.empty((n + 1, N_PAIR), dtype=np.uint64)
-            _head_prefixes(enc.atoms, base, n, f.flags, prefixes)
+            head_prefixes(enc.atoms, base, n, f.flags, prefixes)
             mod_atoms = np.zeros((N_PAIR, 2, n + 1), dtype=np.int64)
-            _modifier_atoms(enc.atoms, base, n, f.flags, mod_atoms)
+            modifier_atoms(enc.atoms, base, n, f.flags, mod_atoms)
             expected, got = np.empty(64, dtype=np.uint64), np.empty(64, dtype=np.uint64)
             for h in range(n + 1):
                 for m in range(1, n + 1):
                     if m != h:
                         known = -1 if (h + m) % 3 == 0 else int(rng.integers(0, 1 << 12))
                         c = _pair_keys(enc.atoms, base, n, h, m, f.flags, expected, 0, known)
-                        assert _prefix_pair_keys(prefixes, mod_atoms, h, m, f.flags, got, 0, known) == c
+                        assert prefix_pair_keys(prefixes, mod_atoms, h, m, f.flags, got, 0, known) == c
                         np.testing.assert_array_equal(got[:c], expected[:c])
 
 
@@ -287,7 +287,7 @@ def test_gold_arcs_keep_every_template_in_the_alphabet(sentences):
             r = lo + h * k + m
             ids = pf.feat_ids[pf.feat_ptr[r]:pf.feat_ptr[r + 1]]
             # every template alone and with direction/distance, in-between trigrams per word between
-            assert ids.size == 2 * (_N_FIXED + _N_BETWEEN * (abs(h - m) - 1))
+            assert ids.size == 2 * (N_FIXED + N_BETWEEN * (abs(h - m) - 1))
         # arcs into the root and self-loops carry no features
         for r in [lo + h * k for h in range(k)] + [lo + m * k + m for m in range(k)]:
             assert pf.feat_ptr[r] == pf.feat_ptr[r + 1]

@@ -1,6 +1,6 @@
 """Third-order (sibling and grandparent) parsing on real data: the grandparent features of every cell against
-a plain re-derivation, the feature-set operations against each other, the problem's gold and loss, trainers
-reaching one optimum, and the model's save / load and command line."""
+a plain re-derivation, the feature-set operations against each other, and the problem's gold and loss
+(tests/test_higher_orders.py has the trainers, save / load and command line of both higher orders)."""
 
 from __future__ import annotations
 
@@ -8,27 +8,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from egnlp.parser_training import build_parsing_problem, train_parser
-from egnlp.corpora import load_dataset
-from egnlp.features.arc_templates import CPOS, POS, WORD, _key, dirdist_slot
+from egnlp.parser_training import build_parsing_problem
+from egnlp.features.arc_templates import dirdist_slot
 from egnlp.features.grandparents import _T0
 from egnlp.parser.eisner_siblings import n_sibling_parts, sibling_indicator
 from egnlp.parser.eisner_grandparents import grand_argmax, grand_indicator
 from egnlp.parser.parsing_problem import sibling_loss
 
-from parser_file_checks import (check_cli_model, check_eg_reaches_lbfgs, check_feature_set,
-                                check_max_margin_trainers_agree, check_saved_parser)
-
-
-@pytest.fixture(scope="module")
-def es_train():
-    return load_dataset("es", "train")
-
-
-@pytest.fixture(scope="module")
-def es_short(es_train):
-    """Training sentences of at most 12 words: the trainers' tests solve their problems to a tight gap."""
-    return [s for s in es_train if len(s) <= 12]
+from parser_file_checks import (check_feature_set, check_part_ids, compiled_sentences, reference_part_keys,
+                                token_atoms)
 
 
 def _problem(sentences):
@@ -37,34 +25,23 @@ def _problem(sentences):
 
 def _reference_keys(atoms, base, g, h, m):
     """The keys of grandparent part (g, h, m), from the module docstring's list of templates."""
-    gw, gp, gc = atoms[base + g, WORD], atoms[base + g, POS], atoms[base + g, CPOS]
-    mw, mp, mc = atoms[base + m, WORD], atoms[base + m, POS], atoms[base + m, CPOS]
-    hp, hc = atoms[base + h, POS], atoms[base + h, CPOS]
-    slot = dirdist_slot(g, m)
+    gw, gp, gc = token_atoms(atoms, base + g)
+    _, hp, hc = token_atoms(atoms, base + h)
+    mw, mp, mc = token_atoms(atoms, base + m)
     d = (1 if g < h else 0) + (2 if h < m else 0)
-    keys = []
-    for t, (a, b) in enumerate([(gp, mp), (gw, mw), (gw, mp), (gp, mw), (gc, mc)]):
-        keys += [_key(_T0 + t, a, b, 0, 0), _key(_T0 + t, a, b, slot, 1)]
-    keys += [_key(_T0 + 5, gp, hp, mp, 0), _key(_T0 + 5, gp, hp, mp, d + 1),
-             _key(_T0 + 6, gc, hc, mc, 0), _key(_T0 + 6, gc, hc, mc, d + 1)]
-    return keys
+    return reference_part_keys(_T0, (gw, gp, gc), (mw, mp, mc), dirdist_slot(g, m), (gp, hp, mp), (gc, hc, mc), d + 1)
 
 
 def test_every_cell_has_the_ids_of_its_templates(es_train):
     """Each grandparent part's ids, from the compiled rows and classes, equal the ids of its keys found
     directly in the alphabet; every gold part's keys are in it; cells that are no part score 0."""
     sentences = es_train[:25]
-    _, problem, _ = _problem(sentences)
-    pf = problem.features
+    pf = _problem(sentences)[1].features
     grand = pf.grand
-    keys = grand.keys
-    enc = pf.encoded
-    rng = np.random.default_rng(1)
-    w = rng.normal(size=grand.n_features)
-    for i in (1, 5, 9, 14):  # 15, 27, 19 and 20 words: every direction, and distances past the last slot
-        cg = grand.compile(enc, i)
+    w = np.random.default_rng(1).normal(size=grand.n_features)
+    # 15, 27, 19 and 20 words: every direction, and distances past the last slot
+    for i, cg, base in compiled_sentences(grand, pf.encoded, (1, 5, 9, 14)):
         size = cg.size
-        base = int(enc.tok_ptr[i])
         heads = [-1, *sentences[i].heads]
         gold = {(heads[h], h, m) for m, h in enumerate(heads) if m >= 1 and h >= 1}
         scores = grand.scores(cg, w)
@@ -72,19 +49,13 @@ def test_every_cell_has_the_ids_of_its_templates(es_train):
             for h in range(size):
                 for m in range(size):
                     if h == 0 or m == 0 or h == m or g == h or g == m:
-                        assert scores[g, h, m] == 0.0
+                        assert scores[g, h, m] == 0.0 and cg.part_class[(g * size + h) * size + m] == -1
                         continue
-                    d = (1 if g < h else 0) + (2 if h < m else 0)
-                    cls = cg.memo[((cg.tag[g] * cg.nt + cg.tag[h]) * cg.nt + cg.tag[m]) * 4 + d]
-                    got = sorted(int(x) for x in np.concatenate([cg.row_ids[g * size + m], cg.class_ids[cls]])
-                                 if x >= 0)
-                    want_keys = np.array(_reference_keys(enc.atoms, base, g, h, m), dtype=np.uint64)
-                    at = np.searchsorted(keys, want_keys)
-                    found = (at < keys.size) & (keys[np.minimum(at, keys.size - 1)] == want_keys)
-                    assert got == sorted(at[found].tolist()), (i, g, h, m)
-                    assert scores[g, h, m] == pytest.approx(w[at[found]].sum(), abs=1e-12)
-                    if (g, h, m) in gold:
-                        assert found.all()
+                    cls = cg.part_class[(g * size + h) * size + m]
+                    ids = check_part_ids(np.concatenate([cg.row_ids[g * size + m], cg.class_ids[cls]]), grand.keys,
+                                         _reference_keys(pf.encoded.atoms, base, g, h, m), (g, h, m) in gold,
+                                         (i, g, h, m))
+                    assert scores[g, h, m] == pytest.approx(w[ids].sum(), abs=1e-12)
 
 
 def test_scores_scatter_and_sparse_delta_agree(es_train):
@@ -126,35 +97,3 @@ def test_gold_and_loss_count_words_and_wrong_heads(es_train):
             np.testing.assert_array_equal(tree[:k], sibling_indicator(predicted))
             np.testing.assert_array_equal(tree[k:], grand_indicator(predicted).reshape(-1))
             assert tree @ problem.loss[lo:hi] == int((predicted[1:] != heads[1:]).sum())
-
-
-LL_C = 10.0
-
-
-def test_log_linear_eg_reaches_the_lbfgs_optimum(es_short):
-    """EG over third-order marginals and scipy's L-BFGS on the log-linear primal of the same problem reach
-    one optimum; EG's duality gap closes."""
-    check_eg_reaches_lbfgs(_problem(es_short[:10])[1], LL_C)
-
-
-def test_max_margin_trainers_agree_and_close_the_gap(es_short):
-    check_max_margin_trainers_agree(_problem(es_short[:8])[1])
-
-
-def test_third_order_parser_saves_loads_and_parses_the_same(es_train, tmp_path):
-    dev = load_dataset("es", "dev")[:15]
-    parser, result = train_parser(es_train[:40], dev, root="single", grandparents=True, max_passes=2)
-    assert parser.order == 3 and parser.labeler is not None and parser.info["settings"]["grandparents"] is True
-    assert parser.weights.size == (parser.featurizer.n_features + parser.siblings.n_features
-                                   + parser.grand.n_features)
-    check_saved_parser(parser, dev, tmp_path, "grand_keys", "grand_templates",
-                       "grandparent templates 'older'.*retrain the model")
-    with pytest.raises(ValueError, match="--grandparents predicts projective trees only"):
-        train_parser(es_train[:20], root="single", grandparents=True, tree="non-projective")
-
-
-def test_cli_trains_and_parses_with_grandparents(tmp_path, es_train):
-    info, text = check_cli_model(tmp_path, es_train[:40], "--grandparents", 2)
-    assert info["order"] == 3 and info["training"]["settings"]["grandparents"] is True
-    assert 0 < info["features"]["grand_count"] < info["features"]["count"] - info["features"]["sibling_count"]
-    assert "arcs, siblings and grandparents (third order)" in text

@@ -1,6 +1,6 @@
 """Second-order (sibling) parsing on real data: the features of every part against a plain re-derivation,
-the feature-set operations against each other, the problem's gold and loss, trainers reaching one optimum,
-and the model's save / load and command line."""
+the feature-set operations against each other, the problem's gold and loss, and a shared cache budget
+(tests/test_higher_orders.py has the trainers, save / load and command line of both higher orders)."""
 
 from __future__ import annotations
 
@@ -11,21 +11,16 @@ import pytest
 
 from egnlp.parser_training import (DEV_CACHE_BYTES, FEATURE_CACHE_BYTES, build_parsing_problem, cache_budget,
                        train_parser)
-from egnlp.corpora import load_dataset
+from egnlp.corpora import load_dataset, write_conll
 from egnlp.features.arc_parts import CacheBudget
-from egnlp.features.arc_templates import CPOS, POS, WORD, _key, dirdist_slot
+from egnlp.features.arc_templates import dirdist_slot
 from egnlp.features.siblings import _NONE, _T0
 from egnlp.parser.eisner_siblings import n_sibling_parts, sibling_argmax, sibling_indicator, sibling_offsets, tree_parts
 from egnlp.parser.parsing_problem import sibling_loss
 
-from parser_file_checks import (check_cli_model, check_eg_reaches_lbfgs, check_feature_set,
-                                check_max_margin_trainers_agree, check_saved_parser)
+from parser_file_checks import (check_feature_set, check_part_ids, compiled_sentences, reference_part_keys,
+                                token_atoms)
 from cli_helpers import run, usage_line
-
-
-@pytest.fixture(scope="module")
-def es_train():
-    return load_dataset("es", "train")
 
 
 def _problem(sentences):
@@ -35,30 +30,19 @@ def _problem(sentences):
 def _reference_keys(atoms, base, h, s, m):
     """The keys of part (h, s, m) (s = -1: no sibling), from the module docstring's list of templates."""
     slot = dirdist_slot(s, m) if s >= 0 else dirdist_slot(h, m)
-    sw, sp, sc = (atoms[base + s, WORD], atoms[base + s, POS], atoms[base + s, CPOS]) if s >= 0 else (_NONE,) * 3
-    mw, mp, mc = atoms[base + m, WORD], atoms[base + m, POS], atoms[base + m, CPOS]
-    hp, hc = atoms[base + h, POS], atoms[base + h, CPOS]
-    keys = []
-    for t, (a, b) in enumerate([(sp, mp), (sw, mw), (sw, mp), (sp, mw), (sc, mc)]):
-        keys += [_key(_T0 + t, a, b, 0, 0), _key(_T0 + t, a, b, slot, 1)]
-    keys += [_key(_T0 + 5, hp, sp, mp, 0), _key(_T0 + 5, hp, sp, mp, slot + 16),
-             _key(_T0 + 6, hc, sc, mc, 0), _key(_T0 + 6, hc, sc, mc, slot + 16)]
-    return keys
+    _, hp, hc = token_atoms(atoms, base + h)
+    sw, sp, sc = token_atoms(atoms, base + s) if s >= 0 else (_NONE,) * 3
+    mw, mp, mc = token_atoms(atoms, base + m)
+    return reference_part_keys(_T0, (sw, sp, sc), (mw, mp, mc), slot, (hp, sp, mp), (hc, sc, mc), slot + 16)
 
 
 def test_every_part_has_the_ids_of_its_templates(es_train):
     """Each part's sibling ids, from the compiled rows and classes, equal the ids of its keys found
     directly in the alphabet; and every gold part's keys are in it."""
     sentences = es_train[:25]
-    featurizer, problem, _ = _problem(sentences)
-    pf = problem.features
-    sib = pf.siblings
-    keys = sib.keys
-    enc = pf.encoded
-    for i in (0, 3, 7, 24):
-        cs = sib.compile(enc, i)
+    pf = _problem(sentences)[1].features
+    for i, cs, base in compiled_sentences(pf.siblings, pf.encoded, (0, 3, 7, 24)):
         size = cs.size
-        base = int(enc.tok_ptr[i])
         off = sibling_offsets(size)
         gold_parts = set(tree_parts([-1] + list(sentences[i].heads)).tolist())
         for h in range(size):
@@ -69,14 +53,8 @@ def test_every_part_has_the_ids_of_its_templates(es_train):
                     p = off[h, m] + k
                     s = -1 if k == 0 else (h + k if m > h else h - k)
                     row = s * size + m if s >= 0 else size * size + h * size + m
-                    got = sorted(int(x) for x in np.concatenate([cs.row_ids[row], cs.class_ids[cs.part_class[p]]])
-                                 if x >= 0)
-                    want_keys = np.array(_reference_keys(enc.atoms, base, h, s, m), dtype=np.uint64)
-                    at = np.searchsorted(keys, want_keys)
-                    found = (at < keys.size) & (keys[np.minimum(at, keys.size - 1)] == want_keys)
-                    assert got == sorted(at[found].tolist()), (i, h, s, m)
-                    if p in gold_parts:
-                        assert found.all()
+                    check_part_ids(np.concatenate([cs.row_ids[row], cs.class_ids[cs.part_class[p]]]), pf.siblings.keys,
+                                   _reference_keys(pf.encoded.atoms, base, h, s, m), p in gold_parts, (i, h, s, m))
 
 
 def test_scores_scatter_and_sparse_delta_agree(es_train):
@@ -127,19 +105,6 @@ def test_gold_and_loss_are_made_a_sentence_at_a_time(es_train):
     assert float(np.ones(n) @ problem.loss) == loss.sum()
 
 
-LL_C = 10.0
-
-
-def test_log_linear_eg_reaches_the_lbfgs_optimum(es_train):
-    """EG over sibling marginals (inside-outside of the second-order chart) and scipy's L-BFGS on the log-linear primal of the same problem reach
-    one optimum; EG's duality gap closes."""
-    check_eg_reaches_lbfgs(_problem(es_train[:10])[1], LL_C)
-
-
-def test_max_margin_trainers_agree_and_close_the_gap(es_train):
-    check_max_margin_trainers_agree(_problem(es_train[:8])[1])
-
-
 def test_a_shared_cache_budget_keeps_sentences_and_changes_nothing(es_train):
     """Arc and sibling compilations kept under one budget give the scores of sentences compiled afresh, the
     budget is spent and never overdrawn, and parsers trained with a cache (of the training and the dev
@@ -175,25 +140,11 @@ def test_a_shared_cache_budget_keeps_sentences_and_changes_nothing(es_train):
         train_parser(es_train[:5], root="single", cache_mb=-1)
 
 
-def test_second_order_parser_saves_loads_and_parses_the_same(es_train, tmp_path):
-    dev = load_dataset("es", "dev")[:20]
-    parser, result = train_parser(es_train[:50], dev, root="single", siblings=True, max_passes=2)
-    assert parser.order == 2 and parser.labeler is not None
-    assert parser.weights.size == parser.featurizer.n_features + parser.siblings.n_features
-    check_saved_parser(parser, dev, tmp_path, "sibling_keys", "sibling_templates",
-                       "sibling templates 'older'.*retrain the model")
-    with pytest.raises(ValueError, match="projective trees only"):
-        train_parser(es_train[:20], root="single", siblings=True, tree="non-projective")
-
-
-def test_cli_trains_and_parses_with_siblings(tmp_path, es_train):
-    info, text = check_cli_model(tmp_path, es_train[:50], "--siblings", 2)
-    assert info["order"] == 2 and info["training"]["settings"]["siblings"] is True
-    assert 0 < info["features"]["sibling_count"] < info["features"]["count"]
-    assert info["features"]["grand_count"] is None
-    assert "arcs and siblings (second order)" in text
+def test_cli_refuses_a_cache_it_cannot_use(tmp_path, es_train):
     train = tmp_path / "train.conll"
-    assert "--cache-mb" in usage_line(run("parser", "train", "--train", train, "--cache-mb", "-1", "-o", tmp_path / "x.npz"))
+    write_conll(train, es_train[:5])
+    assert "--cache-mb" in usage_line(run("parser", "train", "--train", train, "--cache-mb", "-1",
+                                          "-o", tmp_path / "x.npz"))
     assert "--cache-mb goes with training on one machine" in usage_line(
         run("parser", "train", "--train", train, "--cache-mb", "10", "--dask", "local", "-o", tmp_path / "x.npz"))
     assert not (tmp_path / "x.npz").exists()

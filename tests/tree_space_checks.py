@@ -24,6 +24,8 @@ from egnlp.parser.eisner import tree_score
 from egnlp.parser.eisner_siblings import n_sibling_parts, sibling_offsets
 
 ROOTS = ("multi", "single")
+# Kinds of random part scores of the higher-order charts' tests: normal, some -inf, small integers (ties).
+KINDS = ("normal", "forbid", "ties")
 
 # Projective trees over n = 1..6 words (OEIS A001764 and A006013).
 KNOWN_PROJECTIVE_COUNTS = {
@@ -278,6 +280,27 @@ def check_invalid_cost(argmax_augmented) -> None:
         argmax_augmented(s, np.zeros((4, 4)))
     with pytest.raises(ValueError, match="cost contains NaN"):
         argmax_augmented(s, np.full((3, 3), np.nan))
+
+
+# Head arrays that are no tree, and a word of the error each gets (parser.tree_checks.check_tree).
+INVALID_TREES = [
+    ([0, 0], "heads\\[0\\]"),
+    ([-1, 1], "differ"),
+    ([-1, 3, 0], "0..n"),
+    ([-1, 2, 1], "cycle"),
+    ([-1, 0, 3, 2], "cycle"),
+    ([-1], "length"),
+    ([[-1, 0]], "1-D"),
+    ([-1.0, 0.0], "integers"),
+]
+
+
+def check_invalid_trees(*calls) -> None:
+    """Each function of a tree refuses every head array of :data:`INVALID_TREES` with its error."""
+    for heads, match in INVALID_TREES:
+        for call in calls:
+            with pytest.raises(ValueError, match=match):
+                call(np.array(heads))
 
 
 # --- sibling parts (parser.eisner_siblings layout) and projective trees as head arrays ---
