@@ -228,8 +228,8 @@ def intro(results: dict[str, dict], udpipe_version: str | None) -> str:
                  "`Trainer.train(\"morphodita_parsito\", ...)` with all its defaults (tokenizer, tagger with "
                  "lemmas and features, parser; no held-out data) on the same `*-ud-test.conllu`, run on the same "
                  "text (`Pipeline(model, \"tokenize\", DEFAULT, DEFAULT, \"conllu\")`)"
-                 + (", the model kept from an earlier run of this script (`--keep`; the same training file, "
-                    "options and UDPipe version); its training CPU seconds are that run's" if kept else "") + ".")
+                 + (", the model kept in `--keep` from an earlier training (the same training file, options and "
+                    "UDPipe version), whose CPU seconds the table gives" if kept else "") + ".")
     else:
         text += (" UDPipe 1 could not be run here (`ufal.udpipe` not installed): its rows are quoted from the "
                  "shared data's README (UDPipe 1.4, one model with all default options trained on the same file, "
