@@ -28,11 +28,24 @@ with TREE one of ``default`` (no ``--tree`` option: projective),
 ``projective``, ``non-projective`` or ``auto``, ``siblings`` for the
 second-order model (``--siblings``) and ``grandparents`` for the third-order
 one (``--grandparents``); for
-``eu`` the root is ``multi`` (the data set's).  The reference figures are those of the
+``eu`` the root is ``multi`` (the data set's).  The quoted reference figures are those of the
 project's issue tracker: MSTParser (first order, projective and
 non-projective) and UDPipe 1 (10 iterations), on the same files with gold
 tags.  Files go to ``--out`` (default ``runs/parser_accuracy``); the table
 goes to stdout and ``parser_accuracy.md``.
+
+``--udpipe`` measures UDPipe 1 (``ufal.udpipe``, installed by hand) side by
+side on each data set of the runs: its parser alone, trained with its
+defaults on the same training sentences with gold tags (``udpipe1.py``:
+kept in ``--keep DIR`` and used again), parsing the same evaluation file with
+its gold tags, scored by the same tools (``udeval`` on the UD sets, ``egnlp
+parser evaluate`` on the CoNLL-X sets, which UDPipe reads converted to
+CoNLL-U: columns 9 and 10 blanked). ``--write-docs`` writes the tables into
+the ``parsing`` section of ``docs/results.md``: a headline table (egnlp,
+UDPipe 1 measured, MSTParser quoted, training CPU seconds) and the detailed
+table below it.
+
+    python benchmarks/parser_accuracy.py --runs es:default,pt-bosque:default --udpipe --keep /tmp/keep
 """
 
 from __future__ import annotations
@@ -43,8 +56,13 @@ import os
 import re
 import subprocess
 import sys
-import time
+import tempfile
 from pathlib import Path
+
+import report
+import udpipe1
+from procs import EGNLP, log
+from procs import run as run_child
 
 ROOT = Path(__file__).resolve().parents[1]
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -58,6 +76,7 @@ UD_FILES = {"pt-bosque": ("pt_bosque-ud", "pt"), "nl-alpino": ("nl_alpino-ud", "
 # (UAS, LAS) of the reference parsers on the same evaluation files (LAS on universal relations for UD)
 REFERENCES = {
     "es": {"MSTParser": (81.48, 77.90)},
+    "wsj": {"MSTParser": (88.68, None)},
     "eu": {"MSTParser": (78.28, 69.25), "UDPipe 1": (76.95, 69.83)},
     "pt-bosque": {"MSTParser proj.": (82.72, 78.11), "MSTParser non-proj.": (82.05, 77.48),
                   "UDPipe 1": (85.50, 82.14)},
@@ -66,15 +85,14 @@ REFERENCES = {
 }
 
 
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+# The MSTParser figure quoted in the headline table: first order, projective (UAS, LAS).
+MSTPARSER_PROJECTIVE = {"es": "MSTParser", "wsj": "MSTParser", "eu": "MSTParser", "pt-bosque": "MSTParser proj.",
+                        "nl-alpino": "MSTParser proj."}
 
 
-def egnlp(*args: object) -> subprocess.CompletedProcess:
-    done = subprocess.run([str(BIN / "egnlp"), *map(str, args)], capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"egnlp {' '.join(map(str, args))} failed:\n{done.stderr.strip()}")
-    return done
+def egnlp(*args: object):
+    """``egnlp ARGS`` in a child process (:func:`procs.run`: stdout, stderr, wall, CPU seconds, peak RSS)."""
+    return run_child([EGNLP, *args])
 
 
 def run_one(spec: str, out: Path, passes: int | None, trainer: str | None = None) -> dict:
@@ -95,12 +113,11 @@ def run_one(spec: str, out: Path, passes: int | None, trainer: str | None = None
     options = ([] if tree == "default" else ["--tree", tree]) + (["--passes", passes] if passes else []) \
         + (["--trainer", trainer] if trainer else []) + [f"--{x}" for x in extra]
     log(f"{spec}: egnlp parser train {' '.join(map(str, source + options))}")
-    start = time.perf_counter()
     trained = egnlp("parser", "train", *source, "--out", model, *options)
-    train_seconds = time.perf_counter() - start
     egnlp("parser", "parse", model, gold, "-o", pred)
     row = {"run": spec, "data": name, "tree": tree, "siblings": bool(extra),
-           "grandparents": extra == ["grandparents"], "train_seconds": train_seconds,
+           "grandparents": extra == ["grandparents"], "train_seconds": trained.wall, "train_cpu": trained.cpu,
+           "train_peak_mb": trained.peak_mb,
            **scored(gold, pred, lang), "space": re.search(r"; (\S+) trees", trained.stderr).group(1)}
     if lang is not None:
         checked = subprocess.run([str(BIN / "udvalidate"), "--level", "2", "--lang", lang, str(pred)],
@@ -136,51 +153,194 @@ def scored(gold: Path, pred: Path, lang: str | None) -> dict:
     scores = json.loads(egnlp("parser", "evaluate", gold, pred, "--json").stdout)
     row = {"uas": scores["uas"], "las": scores["las"], "las_universal": scores["las_universal"]}
     if lang is not None:
-        report = subprocess.run([str(BIN / "udeval"), "-v", str(gold), str(pred)], capture_output=True, text=True,
-                                check=True).stdout
-        for line in report.splitlines():
+        printed = subprocess.run([str(BIN / "udeval"), "-v", str(gold), str(pred)], capture_output=True,
+                                 text=True, check=True).stdout
+        for line in printed.splitlines():
             metric = line.split("|")[0].strip()
             if metric in ("UAS", "LAS"):
                 row[f"udeval_{metric.lower()}"] = float(line.split("|")[3])
     return row
 
 
+def conllx_to_conllu(text: str, root_label: str | None = None) -> str:
+    """CoNLL-X sentences as CoNLL-U for UDPipe: the first eight columns kept, PHEAD and PDEPREL blanked, DEPREL
+    ``_`` (which UDPipe takes for a missing label) written ``dep``; with ``root_label`` every word whose HEAD is 0
+    gets that DEPREL (UDPipe's single-root parser wants ``root``)."""
+    lines = []
+    for line in text.splitlines():
+        fields = line.split("\t")
+        if len(fields) == 10:
+            fields = fields[:8] + ["_", "_"]
+            if fields[7] == "_":
+                fields[7] = "dep"
+            if root_label is not None and fields[6] == "0":
+                fields[7] = root_label
+            line = "\t".join(fields)
+        lines.append(line)
+    return "\n".join(lines).rstrip("\n") + "\n\n"
+
+
+def multi_root(conllu: str) -> bool:
+    """Whether some sentence has more than one word whose HEAD is 0."""
+    return any(sum(1 for line in block.splitlines() if line.split("\t")[6:7] == ["0"]) > 1
+               for block in conllu.split("\n\n"))
+
+
+def udpipe_scores(name: str, folder: Path, keep: Path) -> dict:
+    """UDPipe 1's parser alone, trained with its defaults on ``name``'s training sentences with gold tags, parsing
+    the evaluation file with its gold tags: UAS and LAS scored as egnlp's, training and parsing CPU seconds.
+
+    On the CoNLL-X sets: a single-root set's root words get DEPREL ``root`` in UDPipe's training and gold files
+    (``es``: ``ROOT`` renamed, ``wsj``: ``_``), a multi-root one (``eu``) trains with ``single_root=0``; DEPREL ``_``
+    becomes ``dep`` (``es`` has many, ``wsj`` only those). Neither label is one of those sets' own, so LAS counts
+    the same arcs as on the original labels.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    options = udpipe1.PARSER_ONLY
+    if name in UD_FILES:
+        prefix, lang = UD_FILES[name]
+        ud = Path(os.environ["EGNLP_UD_DIR"])
+        train_file, gold = ud / f"{prefix}-test.conllu", ud / f"{prefix}-dev.conllu"
+        model_name = f"parser-{prefix.removesuffix('-ud')}"
+    else:  # the sentences `parser train --data NAME` trains on (train and dev), converted
+        lang, model_name = None, f"parser-{name}"
+        train_file, gold = folder / "udpipe-train.conllu", folder / "udpipe-gold.conllu"
+        exported = {split: egnlp("data", "export", name, split).stdout for split in ("train", "dev", "test")}
+        several = multi_root(exported["train"] + "\n\n" + exported["dev"])
+        root_label = None if several else "root"
+        if several:
+            options = options[:2] + ("single_root=0",)
+        train_file.write_text(conllx_to_conllu(exported["train"], root_label)
+                              + conllx_to_conllu(exported["dev"], root_label), encoding="utf-8")
+        gold.write_text(conllx_to_conllu(exported["test"], root_label), encoding="utf-8")
+    trained = udpipe1.train(model_name, train_file, options, keep)
+    pred = folder / "udpipe-pred.conllu"
+    parsed = udpipe1.process(trained.path, gold, pred)
+    return {**scored(gold, pred, lang), "train_cpu": trained.cpu, "parse_cpu": parsed.cpu,
+            "options": udpipe1.describe(options)}
+
+
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def table(rows: list[dict]) -> str:
+def _uas_las(scores: dict | None, labeled: bool = True) -> str:
+    if scores is None:
+        return ""
+    las = scores.get("udeval_las", scores["las"]) if labeled else None
+    return f"{scores.get('udeval_uas', scores['uas']):.2f} / {_pct(las)}"
+
+
+def _quoted(data: str, who: str | None = None) -> str:
+    refs = REFERENCES.get(data, {})
+    pairs = [(w, refs[w]) for w in ([who] if who else refs) if w in refs]
+    return "; ".join(f"{'' if who else w + ' '}{u:.2f} / {_pct(v)}" for w, (u, v) in pairs)
+
+
+def run_label(row: dict) -> str:
+    if row["tree"] == "default" and not row.get("siblings"):
+        return "defaults"
+    return " ".join(([] if row["tree"] == "default" else [f"--tree {row['tree']}"])
+                    + (["--grandparents"] if row.get("grandparents") else ["--siblings"] if row.get("siblings")
+                       else []))
+
+
+def headline(rows: list[dict], udpipe: dict[str, dict]) -> str:
+    """egnlp against UDPipe 1 (measured) and MSTParser (quoted), one row a run."""
+    out = []
+    for row in rows:
+        data, theirs = row["data"], udpipe.get(row["data"])
+        labeled = row["las"] is not None
+        evaluated = "dev file" if data in UD_FILES else "test split"
+        cpu = f"{row['train_cpu']:,.0f}" + ("" if theirs is None else f" / {theirs['train_cpu']:,.0f}")
+        out.append([f"`{data}` {evaluated}", f"`{run_label(row)}`", f"**{_uas_las(row, labeled)}**",
+                    _uas_las(theirs, labeled) or "not measured", _quoted(data, MSTPARSER_PROJECTIVE.get(data)),
+                    cpu])
+    return report.markdown_table(["data set", "egnlp run", "egnlp UAS / LAS", "UDPipe 1 UAS / LAS (measured)",
+                                  "MSTParser UAS / LAS (quoted)", "train CPU s egnlp / UDPipe 1"], out, "llrrrr")
+
+
+def table(rows: list[dict], udpipe: dict[str, dict] | None = None) -> str:
+    udpipe = udpipe or {}
     lines = ["| data | egnlp run | tree space | UAS | LAS | every arc (`--no-prune`) | arcs pruned "
-             "| reference UAS / LAS |", "|---|---|---|---:|---:|---:|---:|---|"]
+             "| train CPU s | peak MB | UDPipe 1 (measured) | references (quoted) UAS / LAS |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for row in rows:
         uas = row.get("udeval_uas", row["uas"])
         las = row.get("udeval_las", row["las"])
         exact = row.get("every_arc")
         every = "" if exact is None else (f"{exact.get('udeval_uas', exact['uas']):.2f} / "
                                           f"{_pct(exact.get('udeval_las', exact['las']))}")
-        refs = "; ".join(f"{who} {u:.2f} / {v:.2f}" for who, (u, v) in REFERENCES.get(row["data"], {}).items())
+        theirs = _uas_las(udpipe.get(row["data"]), row["las"] is not None)
+        refs = "; ".join(f"{who} {u:.2f} / {_pct(v)}" for who, (u, v) in REFERENCES.get(row["data"], {}).items()
+                         if not (theirs and who == "UDPipe 1"))  # a measured UDPipe 1 replaces the quoted one
         valid = "" if "valid" not in row else (" (udvalidate: valid)" if row["valid"] else " (udvalidate: INVALID)")
-        run = f"--tree {row['tree']}" + (" --grandparents" if row.get("grandparents")
-                                         else " --siblings" if row.get("siblings") else "")
+        run = run_label(row)
         share = f"{100 * row['pruned_share']:.0f}%" if "pruned_share" in row else ""
         lines.append(f"| {row['data']} | `{run}` | {row['space']} | {uas:.2f} | {_pct(las)}{valid} | {every} "
-                     f"| {share} | {refs} |")
+                     f"| {share} | {row['train_cpu']:,.0f} | {row['train_peak_mb']:,.0f} | {theirs} | {refs} |")
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", default=",".join(RUNS), help=f"comma-separated NAME:TREE (default: {','.join(RUNS)})")
     ap.add_argument("--passes", type=int, help="pass limit of every training run (default: the trainer's)")
     ap.add_argument("--trainer", help="trainer of every training run (default: the parser's, bcfw)")
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "parser_accuracy", help="output folder")
-    args = ap.parse_args()
+    ap.add_argument("--udpipe", action="store_true",
+                    help="also train and score UDPipe 1's parser on each data set of the runs (needs ufal.udpipe)")
+    ap.add_argument("--keep", type=Path, help="folder that keeps the trained UDPipe 1 models for later runs "
+                                              "(default: a temporary one)")
+    report.add_options(ap)
+    args = ap.parse_args(argv)
+    run_info = report.provenance()
+    command = report.command_line(__file__, sys.argv[1:] if argv is None else argv)
+    if args.udpipe and udpipe1.version() is None:
+        sys.exit("--udpipe: UDPipe 1's Python package is missing here (pip install ufal.udpipe)")
     rows = [run_one(spec.strip(), args.out, args.passes, args.trainer) for spec in args.runs.split(",")
             if spec.strip()]
-    text = table(rows)
+    udpipe: dict[str, dict] = {}
+    if args.udpipe:
+        with tempfile.TemporaryDirectory() as tmp:
+            for data in dict.fromkeys(row["data"] for row in rows):
+                udpipe[data] = udpipe_scores(data, args.out / f"udpipe-{data}", args.keep or Path(tmp))
+                log(f"UDPipe 1 on {data}: {udpipe[data]}")
+    text = table(rows, udpipe)
     print(text)
     (args.out / "parser_accuracy.md").write_text(text + "\n", encoding="utf-8")
-    (args.out / "parser_accuracy.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+    (args.out / "parser_accuracy.json").write_text(json.dumps({"egnlp": rows, "udpipe1": udpipe}, indent=2) + "\n",
+                                                   encoding="utf-8")
+    if args.write_docs:
+        body = docs_intro(args, udpipe) + "\n\n" + headline(rows, udpipe)
+        details = ("Details: the tree space the run chose, LAS with `udvalidate --level 2` on the UD output, "
+                   "the same model decoding every arc (`--no-prune`), the share of candidate arcs pruning leaves "
+                   "out, training CPU seconds and peak RSS of `egnlp parser train`.\n\n" + text)
+        for path in report.write_section("parsing", command, body, details=details, run=run_info):
+            log(f"wrote section parsing of {path.relative_to(ROOT)}")
+
+
+def docs_intro(args: argparse.Namespace, udpipe: dict[str, dict]) -> str:
+    """What the parsing tables measure, for the section."""
+    text = ("egnlp: `egnlp parser train` with the defaults"
+            + (f" and `--passes {args.passes}`" if args.passes else "")
+            + (f" and `--trainer {args.trainer}`" if args.trainer else "")
+            + " (averaged BCFW; `es`, `eu`, `wsj`: `--data NAME`, its train and dev splits; UD sets: `--train` "
+            "the whole `*-ud-test.conllu`), then `egnlp parser parse` of the evaluation file with gold tags. "
+            "Scores in %, punctuation counted: `udeval` (CoNLL 2018 scorer, LAS on universal relations) on the "
+            "UD dev files, `egnlp parser evaluate` on the test splits (`wsj` has no labels).")
+    if udpipe:
+        text += (f" UDPipe 1 ({udpipe1.version()}, `ufal.udpipe`), measured here: its parser alone, trained with "
+                 "its default options (10 iterations) on the same sentences with gold tags, parsing the same file "
+                 "with gold tags, scored by the same tool. It reads the CoNLL-X sets converted to CoNLL-U: PHEAD "
+                 "and PDEPREL blanked, the label `_` written `dep`, the root words of the single-root sets (`es`, "
+                 "`wsj`) labelled `root` in its training and gold files, and `single_root=0` for the multi-root "
+                 "`eu`.")
+    text += (" MSTParser figures are quoted, not measured here: first-order projective MSTParser on the same "
+             "training and evaluation files with gold tags, as the project's issue tracker reports them. "
+             "Training CPU seconds are user + system of the whole command (`os.wait4`), on a machine shared "
+             "with other jobs.")
+    return text
 
 
 if __name__ == "__main__":
