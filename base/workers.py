@@ -7,6 +7,15 @@ processes. The model and the items reach a worker once, when it starts
 a task is only the bounds of its block, so what crosses between processes
 is the results. Every item is decoded by the same code as in one process,
 so the output equals ``fn(model, items)``.
+
+Workers end with the process that started them, also when it is killed
+(``kill -9``): a worker left behind would hold what the parent had open (an
+output file being written, its lock) and block on a pipe no one reads. On
+Linux a worker asks the kernel for SIGKILL when its parent ends
+(``prctl(PR_SET_PDEATHSIG)``); elsewhere a thread of the worker polls its
+parent's pid every :data:`PARENT_POLL_SECONDS` seconds.  (Linux sends the
+signal when the *thread* that forked the worker ends: the pools here live
+inside one call, on the calling thread, so that thread outlives them.)
 """
 
 from __future__ import annotations
@@ -16,6 +25,9 @@ import itertools
 import math
 import multiprocessing
 import os
+import sys
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from collections import deque
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -23,6 +35,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 BLOCKS_PER_JOB = 8  # blocks of unequal cost even out across the workers
 MAX_BLOCK = 512  # items per block at most
 MIN_ITEMS = 64  # fewer items than this are decoded in the calling process
+PARENT_POLL_SECONDS = 0.5  # without prctl, how often a worker checks that its parent lives
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 _worker: tuple[Callable[[Any, Sequence[Any]], list], Any, Sequence[Any]] | None = None
 
@@ -40,9 +54,41 @@ def resolve_jobs(jobs: int | None) -> int:
     return jobs
 
 
-def _start(fn: Callable[[Any, Sequence[Any]], list], model: Any, items: Sequence[Any]) -> None:
+def _start(parent: int, fn: Callable[[Any, Sequence[Any]], list], model: Any, items: Sequence[Any]) -> None:
+    """A worker's initializer: end with the process ``parent``; keep the function, model and items."""
     global _worker
+    _die_with_parent(parent)
     _worker = (fn, model, items)
+
+
+def _die_with_parent(parent: int) -> None:
+    """End this process when the process ``parent`` (its parent's pid, taken before the fork) ends."""
+    if sys.platform.startswith("linux") and _set_parent_death_signal():
+        # The parent may have died between the fork and the prctl: the signal would never come, and the
+        # worker has been adopted by another process (init or a subreaper) already.
+        if os.getppid() != parent:
+            os._exit(1)
+        return
+    threading.Thread(target=_watch_parent, args=(parent,), name="egnlp-parent-watch", daemon=True).start()
+
+
+def _set_parent_death_signal() -> bool:
+    """Ask Linux for SIGKILL when the parent ends; False when the call is not available."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    """A worker's daemon thread where prctl is missing: end the worker once its parent is gone."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_SECONDS)
+    os._exit(1)
 
 
 def _run(bounds: tuple[int, int]) -> list:
@@ -72,7 +118,7 @@ def map_blocks(fn: Callable[[Any, Sequence[Any]], list], model: Any, items: Sequ
     gc.freeze()  # the objects the workers inherit stay out of their collections, and their pages shared
     try:
         with ProcessPoolExecutor(max_workers=min(jobs, len(bounds)), mp_context=context, initializer=_start,
-                                 initargs=(fn, model, items)) as pool:
+                                 initargs=(os.getpid(), fn, model, items)) as pool:
             for results in pool.map(_run, bounds):
                 out.extend(results)
     finally:
@@ -108,7 +154,7 @@ def map_pieces(fn: Callable[[Any, Any], Any], model: Any, pieces: Iterable[Any],
     gc.freeze()
     try:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start,
-                                 initargs=(fn, model, ())) as pool:
+                                 initargs=(os.getpid(), fn, model, ())) as pool:
             pending = deque(pool.submit(_run_piece, piece) for piece in itertools.islice(stream, 2 * jobs))
             while pending:
                 result = pending.popleft().result()
