@@ -3,12 +3,18 @@
 - :func:`read_bytes` / :func:`decode`: a file's bytes and text, with one-line
   errors that name the file (and, for bytes that do not decode, the line and
   the ``--encoding`` option).
-- :func:`write_text_atomic` / :func:`write_npz_atomic`: write to a temporary
-  file ``.NAME.<random>.tmp`` in the target's folder, then rename it over the
-  target, so a reader or a crash never sees half a file. A process killed
-  while writing leaves its temporary file; the next successful write of the
-  same target removes it (a temporary file is stale when no process holds the
-  lock its writer takes on it).
+- :func:`write_text_atomic`, :func:`write_pieces_atomic`, :func:`write_bytes_atomic`,
+  :func:`write_npz_atomic`: every output of egnlp, by one set of rules. A
+  regular file (or a new one) is written to a temporary file in its folder,
+  then renamed over it, so a reader or a crash never sees half a file. On
+  Linux the temporary file has no name until it is complete (``O_TMPFILE``):
+  a process killed while writing leaves nothing. Elsewhere it is
+  ``.NAME.<random>.tmp`` from the start; a killed writer leaves it, and the
+  next successful write of the same target removes it (it is stale when no
+  process holds the lock its writer takes on it). Missing folders are
+  created; a symbolic link's target is written (the link stays); a FIFO or a
+  character device (``/dev/stdout``) is opened and written directly, as
+  ``cat > FILE`` would.
 - :func:`read_npz`: a model archive, checked before anything is allocated
   or used (:class:`ModelError` for any file that cannot be used).
 - :func:`pack_strings` / :func:`unpack_strings`: string lists as two numeric
@@ -50,7 +56,9 @@ import math
 import os
 import re
 import secrets
+import stat
 import struct
+import sys
 import time
 import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -79,6 +87,11 @@ ARRAY_DTYPES = frozenset(("|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8"
 FORBIDDEN_CHARACTERS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029\ud800-\udfff]")
 _MEMBER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\.npy")
 _STALE_SECONDS = 24 * 3600  # without POSIX locks, a temporary file this old is stale
+_MAX_LINKS = 40  # symbolic links followed from an output's name, as Linux follows at most
+_PROC = re.compile(r"/proc(/|$)")  # links there (/proc/self/fd/N) lead to descriptors, not to paths
+# Unnamed temporary files: Linux's O_TMPFILE, named at the end through /proc/self/fd (linkat with a folder).
+_O_TMPFILE = (getattr(os, "O_TMPFILE", None) if sys.platform.startswith("linux") and os.link in os.supports_dir_fd
+              and os.path.isdir("/proc/self/fd") else None)
 
 
 def read_bytes(source: str) -> bytes:
@@ -184,31 +197,157 @@ def _lock(descriptor: int) -> None:
             pass
 
 
-def _write_atomic(target: Path, write: Callable[[IO[bytes]], None]) -> None:
-    """Call ``write`` on a new temporary file beside ``target``, then rename it to ``target``.
+def _unnamed_file(folder: Path) -> int | None:
+    """A new empty file in ``folder`` that has no name yet (Linux's ``O_TMPFILE``), open for reading
+    and writing with the mode ``0o666`` less the umask, as a named one would get; None where the
+    system or the file system has no such files."""
+    if _O_TMPFILE is None:
+        return None
+    try:
+        return os.open(folder, _O_TMPFILE | os.O_RDWR, 0o666)
+    except OSError as error:
+        # EISDIR: a kernel older than O_TMPFILE reads it as O_DIRECTORY; EOPNOTSUPP, EINVAL: the file system
+        if error.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+            return None
+        raise
 
-    The temporary file is locked while it is written and removed when
-    anything fails, so only a complete file ever carries the target's name;
-    stale temporary files of the same target are removed after a success.
+
+def _name_unnamed(descriptor: int, path: Path) -> None:
+    """Give the unnamed file open as ``descriptor`` the name ``path`` (linkat through ``/proc``: a plain
+    link(2) does not follow the descriptor's magic link)."""
+    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.link(f"/proc/self/fd/{descriptor}", path.name, dst_dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
+def _write_atomic(target: Path, write: Callable[[IO[bytes]], None]) -> None:
+    """Call ``write`` on a new temporary file in ``target``'s folder, then rename it to ``target``.
+
+    On Linux the file has no name while it is written (``O_TMPFILE``), so a
+    process killed meanwhile leaves nothing; once complete it is linked as
+    ``.NAME.<random>.tmp`` and renamed over ``target``. Elsewhere, or on a
+    file system without unnamed files, it carries that name from the start.
+    Either way it is locked while it exists and removed when anything fails,
+    so only a complete file ever carries the target's name, and stale
+    temporary files of the same target (a writer killed while its file had a
+    name) are removed after a success. The file's mode is ``0o666`` less the
+    umask, whatever the mode of the file it replaces.
 
     Raises:
-        IsADirectoryError: ``target`` is a folder.
         OSError: the file cannot be written.
     """
-    if target.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "is a folder, not a file")
     temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    descriptor = _unnamed_file(target.parent)
+    named = False  # whether ``temporary`` is this writer's file (to remove if anything fails)
     try:
-        descriptor = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+        if descriptor is None:
+            descriptor = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+            named = True
         with os.fdopen(descriptor, "w+b") as handle:
             _lock(descriptor)
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
+            if not named:
+                _name_unnamed(descriptor, temporary)
+                named = True
             os.replace(temporary, target)
+            named = False
     finally:
-        temporary.unlink(missing_ok=True)  # left only when writing failed
+        if named:  # writing failed
+            temporary.unlink(missing_ok=True)
     _remove_stale(target, temporary)
+
+
+def _write_direct(target: Path, write: Callable[[IO[bytes]], None], seekable: bool) -> None:
+    """Open ``target`` (a FIFO, a device, a socket...) and call ``write`` on it, as ``cat > target`` would;
+    a ``write`` that needs to seek and read back gets a buffer in memory, copied to ``target`` after."""
+    if seekable:
+        buffer = io.BytesIO()
+        write(buffer)  # before the output is opened: a FIFO's reader is not kept waiting on a failure
+        with open(target, "wb") as handle:
+            handle.write(buffer.getbuffer())
+    else:
+        with open(target, "wb") as handle:
+            write(handle)
+
+
+def _atomic_destination(target: Path) -> Path | None:
+    """The regular file (existing or new) an output named ``target`` is renamed onto: ``target``
+    itself, or where its symbolic links lead; None when ``target`` is to be written directly (a
+    FIFO, a device, a socket, or a descriptor of ``/proc`` such as ``/dev/stdout``).
+
+    Raises:
+        IsADirectoryError: ``target`` is a folder (or a link to one).
+        OSError: ``target`` cannot be looked at (a loop of links, a folder that cannot be read).
+    """
+    try:
+        status: os.stat_result | None = os.stat(target)
+    except (FileNotFoundError, NotADirectoryError):  # a new file (a missing folder is created later)
+        status = None
+    if status is not None and stat.S_ISDIR(status.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "is a folder, not a file")
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        return None
+    destination = target
+    for _ in range(_MAX_LINKS):
+        if not os.path.islink(destination):
+            break
+        if _PROC.match(os.path.realpath(destination.parent)):
+            return None  # /dev/stdout -> /proc/self/fd/1 -> a pipe, a terminal, a file opened with >>
+        destination = destination.parent / os.readlink(destination)
+    else:
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
+    if status is not None and destination is not target:
+        found = os.stat(destination)
+        if (found.st_dev, found.st_ino) != (status.st_dev, status.st_ino):
+            return None  # not where the links lead after all (changed meanwhile): leave the file as it is
+    return destination
+
+
+def _make_folders(folder: Path) -> None:
+    """Create ``folder`` and its missing parents (the rule of every output of egnlp).
+
+    Raises:
+        OSError: with a reason that names the folder.
+    """
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = next((part for part in reversed((folder, *folder.parents))
+                        if os.path.lexists(part) and not part.is_dir()), folder)
+        raise NotADirectoryError(errno.ENOTDIR, f"{blocker} is not a folder") from None
+    except OSError as error:
+        raise OSError(error.errno, f"cannot create the folder {folder}: {error.strerror}") from None
+
+
+def _write_output(target: Path, write: Callable[[IO[bytes]], None], *, seekable: bool = False) -> None:
+    """Write an output of egnlp named ``target`` by calling ``write`` on a binary handle: the one way
+    every writer of this module goes.
+
+    - A regular file, or a new name: written atomically (:func:`_write_atomic`); missing folders of
+      the path are created first.
+    - A symbolic link: the file it leads to, by the same rule (when that is a regular file or
+      missing); the link stays a link.
+    - Anything else but a folder: a FIFO, a character device (``/dev/stdout``, ``/dev/null``), a
+      socket, is opened and written directly, as ``cat > target`` would; output written before an
+      error is then not taken back.
+
+    ``seekable``: ``write`` seeks and reads back its handle (a model file); a direct output then gets
+    the bytes built in memory.
+
+    Raises:
+        IsADirectoryError: ``target`` is a folder.
+        OSError: the file cannot be written.
+    """
+    destination = _atomic_destination(target)
+    if destination is None:
+        _write_direct(target, write, seekable)
+    else:
+        _make_folders(destination.parent)
+        _write_atomic(destination, write)
 
 
 def _write_error(target: Path, error: OSError) -> str:
@@ -217,7 +356,7 @@ def _write_error(target: Path, error: OSError) -> str:
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str, *, encoding: str = "utf-8") -> None:
-    """Write ``text`` to ``path`` atomically.
+    """Write ``text`` to ``path`` atomically (as :func:`write_pieces_atomic`).
 
     Raises:
         CorpusError: the text cannot be encoded or the file cannot be written.
@@ -228,6 +367,9 @@ def write_text_atomic(path: str | os.PathLike[str], text: str, *, encoding: str 
 def write_pieces_atomic(path: str | os.PathLike[str], pieces: Iterable[str], *, encoding: str = "utf-8") -> None:
     """Write the concatenation of ``pieces`` to ``path`` atomically, one piece at a time (the text
     is never whole in memory).  An exception raised by ``pieces`` leaves ``path`` as it was.
+
+    Missing folders are created; a symbolic link's target is written, a FIFO or a device directly
+    (then not atomically: see :func:`_write_output`).
 
     Raises:
         CorpusError: a piece cannot be encoded or the file cannot be written.
@@ -244,7 +386,20 @@ def write_pieces_atomic(path: str | os.PathLike[str], pieces: Iterable[str], *, 
                 raise CorpusError(f"{target}: cannot encode {error.object[error.start]!r} as {encoding}") from None
 
     try:
-        _write_atomic(target, write)
+        _write_output(target, write)
+    except OSError as error:
+        raise CorpusError(_write_error(target, error)) from None
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (a picture, say), by the rules of :func:`write_pieces_atomic`.
+
+    Raises:
+        CorpusError: the file cannot be written.
+    """
+    target = Path(path)
+    try:
+        _write_output(target, lambda handle: handle.write(data))
     except OSError as error:
         raise CorpusError(_write_error(target, error)) from None
 
@@ -309,9 +464,9 @@ def add_checksum(data: bytes) -> bytes:
 
 def write_npz_atomic(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
     """Save ``arrays`` and ``meta`` as a model file (:func:`model_bytes`) at ``path``, atomically,
-    written straight to the file.
+    written straight to the file (built in memory for a FIFO or a device: see :func:`_write_output`).
 
-    The folder is created when it does not exist.
+    Missing folders are created; a symbolic link's target is written.
 
     Raises:
         ModelError: the file cannot be written.
@@ -319,8 +474,7 @@ def write_npz_atomic(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarr
     """
     target = Path(path)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomic(target, lambda handle: _write_model(handle, arrays, meta))
+        _write_output(target, lambda handle: _write_model(handle, arrays, meta), seekable=True)
     except OSError as error:
         raise ModelError(_write_error(target, error)) from None
 

@@ -14,6 +14,7 @@ O(1/k).  Thin CLI commands (``egnlp bench optimizers`` / ``path`` /
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from egnlp.base.errors import CorpusError, SettingsError
-from egnlp.base.files import write_text_atomic
+from egnlp.base.files import write_bytes_atomic, write_text_atomic
 from egnlp.training.path import PathPoint, regularization_path
 from egnlp.training.records import PassRecord
 from egnlp.training.registry import get_trainer, make_config, path_configs
@@ -30,9 +31,14 @@ THRESHOLDS = ("1e-2", "1e-3", "1e-4")
 GAP_THRESHOLDS = ("1e-1", "1e-2", "1e-3", "1e-4")
 
 
-def _csv_text(header: Sequence[str], rows: Sequence[Sequence]) -> str:
-    import io
+def _save_png(fig, path: Path) -> None:
+    """A matplotlib figure as a PNG file, written atomically like every output (not by matplotlib)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    write_bytes_atomic(path, buffer.getvalue())
 
+
+def _csv_text(header: Sequence[str], rows: Sequence[Sequence]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(header)
@@ -209,7 +215,7 @@ def _plot_curves(runs: dict[str, list[PassRecord]], optimum: float, out: Path, t
     fig.suptitle(title)
     fig.tight_layout()
     path = out / "curves.png"
-    fig.savefig(path, dpi=100)
+    _save_png(fig, path)
     plt.close(fig)
     written.append(path)
     with_gap = {s: recs for s, recs in runs.items() if any(r.rel_gap is not None for r in recs)}
@@ -235,7 +241,7 @@ def _plot_curves(runs: dict[str, list[PassRecord]], optimum: float, out: Path, t
             ax.grid(True, which="both", alpha=0.3)
         fig.tight_layout()
         path = out / "duality.png"
-        fig.savefig(path, dpi=100)
+        _save_png(fig, path)
         plt.close(fig)
         written.append(path)
     return written
@@ -287,7 +293,7 @@ def write_path_report(points: Sequence[PathPoint], out: Path, title: str) -> lis
         ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)
         fig.tight_layout()
-        fig.savefig(out / "path.png", dpi=100)
+        _save_png(fig, out / "path.png")
         plt.close(fig)
     except ImportError:
         pass
@@ -393,7 +399,7 @@ def _plot_gaps(runs: dict[str, list[PassRecord]], out: Path, title: str) -> Path
     fig.suptitle(title)
     fig.tight_layout()
     path = out / "gap.png"
-    fig.savefig(path, dpi=100)
+    _save_png(fig, path)
     plt.close(fig)
     return path
 

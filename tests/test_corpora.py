@@ -384,8 +384,12 @@ def test_string_source_in_messages() -> None:
 
 def test_write_failure_is_a_corpus_error(tmp_path: Path) -> None:
     sentences = parse_conll(conll_text(GOOD))
-    with pytest.raises(CorpusError, match="cannot write"):
-        write_conll(tmp_path / "missing" / "x.conll", sentences)
+    write_conll(tmp_path / "missing" / "x.conll", sentences)  # missing folders are created
+    assert read_conll(tmp_path / "missing" / "x.conll")[0].forms == sentences[0].forms
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    with pytest.raises(CorpusError, match=rf"^{re.escape(str(tmp_path / 'a-file'))}/x.conll: cannot write "
+                                          rf"\({re.escape(str(tmp_path / 'a-file'))} is not a folder\)$"):
+        write_conll(tmp_path / "a-file" / "x.conll", sentences)
 
 
 # --- Malt-TAB -----------------------------------------------------------------------------------

@@ -111,7 +111,8 @@ def at_least_one(value: Optional[int]) -> Optional[int]:
     return value
 
 
-ModelOut = Annotated[Path, typer.Option("--out", "-o", help="Model file (.npz) to write.")]
+ModelOut = Annotated[Path, typer.Option("--out", "-o",
+                                        help="Model file (.npz) to write (missing folders are created).")]
 DataOption = Annotated[Optional[str], typer.Option(
     "--data", help="Named data set (its train and dev splits; see 'egnlp data list') or a corpus file (- for stdin).",
     autocompletion=dataset_names)]
@@ -133,7 +134,8 @@ DaskOption = Annotated[Optional[str], typer.Option(
          "a running scheduler, e.g. tcp://host:8786. Needs the extra egnlp[dask].",
     show_default="no cluster")]
 EncodingOption = Annotated[str, typer.Option("--encoding", help="Encoding of the input files.")]
-TextOut = Annotated[str, typer.Option("--out", "-o", help="File to write (- for stdout).")]
+TextOut = Annotated[str, typer.Option("--out", "-o",
+                                      help="File to write (- for stdout; missing folders are created).")]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Print no progress or summary on stderr "
                                            "(errors still go there).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object of the result on stdout and "

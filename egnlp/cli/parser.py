@@ -119,8 +119,8 @@ def parser_show(file: Annotated[Path, typer.Argument(help="CoNLL file to draw ('
                                                              "prediction.")] = None,
                 sentence: Annotated[int, typer.Option("--sentence", "-n", help="Number of the sentence to draw, "
                                                       "from 1.")] = 1,
-                out: Annotated[Optional[Path], typer.Option("-o", "--out", help="SVG file to write.",
-                                                            show_default="stdout")] = None,
+                out: Annotated[Optional[Path], typer.Option("-o", "--out", help="SVG file to write (missing folders "
+                                                            "are created).", show_default="stdout")] = None,
                 encoding: Annotated[str, typer.Option("--encoding", help="Encoding of the CoNLL files.")] = "utf-8"
                 ) -> None:
     """Draw one sentence as an SVG picture: arcs over the words with their labels; given gold and predicted
