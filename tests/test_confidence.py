@@ -1,22 +1,28 @@
-"""Confidence out: each word's head and tag marginals under the model, and the MISC entries that carry them.
+"""Confidence out: each word's head and tag marginals, and ``--confidence`` writing them to MISC.
 
 - MISC: a key set among the other entries, UD's sorted order kept (:func:`misc_with`);
 - the parser's head marginals against brute force (every tree of the decoder's space: projective or
   not, one root child or any, final punctuation on the root's child, pruned arcs out) for first-,
   second- and third-order models on sentences of up to five words, and finite on 120 words;
 - the taggers' label marginals against brute force (every label sequence; the maxent tagger's as the
-  product of its local distributions), and finite on 200 tokens.
+  product of its local distributions), and finite on 200 tokens;
+- ``parser parse``, ``tagger tag`` and ``parse-text`` with ``--confidence`` on UD files: valid CoNLL-U
+  whose MISC carries the probabilities, the rest byte for byte the output without it, which is
+  ``format_parsed`` of the predictions as before; the same with ``--jobs 2``; outputs without MISC refused.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from egnlp.corpora import Sentence, is_projective, load_dataset
+from egnlp.corpora import Sentence, format_parsed, is_projective, load_dataset, parse_conll, write_conll
 from egnlp.corpora.sentence import COL10, DEPREL, HEAD, ID, misc_with, probability_text
 from egnlp.features.predicates import BOS, token_predicates
 from egnlp.parser import Parser
@@ -27,9 +33,17 @@ from egnlp.parser.nonprojective import mtt_marginals
 from egnlp.parser.parser_model import final_punct
 from egnlp.parser.trees import final_on_root_marginals
 from egnlp.parser_training import train_parser
+from egnlp.pipeline import parse_text, to_conllu
 from egnlp.tagger import Tagger
 from egnlp.tagger.maxent import history_predicates
 from egnlp.tagger_training import tagged_columns, train_tagger
+
+from cli_helpers import assert_ok, run, usage_line
+from ud_checks import udvalidate
+
+UD = Path(os.environ["EGNLP_UD_DIR"])
+PT_TEXT = ('O Sr. Silva chegou às 9h30 ao escritório. Ele disse: "Hoje não há reunião!" Depois comprou pão, '
+           'leite e café.')
 
 
 # --- MISC ------------------------------------------------------------------------------------------
@@ -317,3 +331,109 @@ def test_tag_marginals_of_long_sentences_are_finite(small_taggers, kind: str) ->
     np.testing.assert_allclose(node.sum(axis=1), 1.0, atol=1e-12)
     labels, probs = tagger.predict([tokens, []], confidence=True)
     assert probs[1] == [] and np.isfinite(probs[0]).all()
+
+
+# --- the command line on UD files ----------------------------------------------------------------
+
+
+def strip_keys(text: str, keys: tuple[str, ...]) -> str:
+    """CoNLL text with the MISC entries of ``keys`` removed from the word lines (``_`` when none is left)."""
+    out = []
+    for line in text.split("\n"):
+        fields = line.split("\t")
+        if len(fields) == 10 and not line.startswith("#"):
+            kept = [e for e in fields[COL10].split("|") if e.split("=", 1)[0] not in keys]
+            fields[COL10] = "|".join(kept) or "_"
+        out.append("\t".join(fields))
+    return "\n".join(out)
+
+
+def head_of(source: Path, target: Path, count: int) -> Path:
+    blocks = [b for b in source.read_text(encoding="utf-8").split("\n\n") if b.strip()]
+    target.write_text("".join(block + "\n\n" for block in blocks[:count]), encoding="utf-8")
+    return target
+
+
+@pytest.fixture(scope="module")
+def pt(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A parser reading UPOS and UPOS taggers (CRF, maxent) trained with the Python API on 60 and 150 pt_bosque
+    sentences, and 80 dev sentences to parse (multiword tokens, SpaceAfter=No)."""
+    folder = tmp_path_factory.mktemp("confidence")
+    paths = {"dev": head_of(UD / "pt_bosque-ud-dev.conllu", folder / "dev.conllu", 80)}
+    train = parse_conll((UD / "pt_bosque-ud-test.conllu").read_text(encoding="utf-8"), "test.conllu")
+    parser, _ = train_parser(train[:60], tags="upos", max_passes=1, patience=None)
+    parser.save(paths.setdefault("parser", folder / "parser.npz"))
+    tokens, labels, _ = tagged_columns(train[:150], "upos")
+    for model in ("crf", "maxent"):
+        tagger, _ = train_tagger(tokens, labels, model=model, column="upos", max_passes=3)
+        tagger.save(paths.setdefault(model, folder / f"{model}.npz"))
+    return paths
+
+
+def misc_values(text: str, key: str) -> list[float]:
+    return [float(v) for v in re.findall(rf"\b{key}=([0-9.]+)", text)]
+
+
+def test_parser_parse_writes_head_probabilities_to_misc(pt, tmp_path) -> None:
+    plain, confident, two = (tmp_path / name for name in ("plain.conllu", "conf.conllu", "two.conllu"))
+    assert_ok(run("parser", "parse", pt["parser"], pt["dev"], "-o", plain, "--jobs", 1))
+    assert_ok(run("parser", "parse", pt["parser"], pt["dev"], "-o", confident, "--confidence", "--jobs", 1))
+    assert_ok(run("parser", "parse", pt["parser"], pt["dev"], "-o", two, "--confidence", "--jobs", 2))
+    parser, sentences = Parser.load(pt["parser"]), parse_conll(pt["dev"].read_text(encoding="utf-8"), "dev.conllu")
+    heads, labels, probs = parser.predict(sentences, confidence=True)
+    # Without --confidence: the bytes of format_parsed of the predictions, as before.
+    assert plain.read_bytes() == format_parsed(sentences, heads, labels).encode("utf-8")
+    text = confident.read_text(encoding="utf-8")
+    assert two.read_text(encoding="utf-8") == text
+    assert strip_keys(text, ("HeadProb",)) == plain.read_text(encoding="utf-8")
+    assert misc_values(text, "HeadProb") == [float(probability_text(p)) for ps in probs for p in ps]
+    assert "HeadProb=" in text and "SpaceAfter=No" in text
+    for sentence in parse_conll(text, "conf.conllu"):
+        for row in sentence.rows:
+            entries = row[COL10].split("|")
+            assert entries == sorted(entries, key=str.lower)
+    checked = udvalidate(confident, "pt", level=1)
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-3000:]
+
+
+def test_confidence_is_refused_where_there_is_no_misc(pt, tmp_path) -> None:
+    conllx = tmp_path / "es.conll"
+    write_conll(conllx, load_dataset("es", "dev")[:3])
+    assert "CoNLL-X input is written as CoNLL-X, whose column 10 is PDEPREL" in usage_line(
+        run("parser", "parse", pt["parser"], conllx, "--confidence"))
+    assert "--to text has no MISC column" in usage_line(
+        run("tagger", "tag", pt["crf"], pt["dev"], "--to", "text", "--confidence"))
+    assert "not available with --dask" in usage_line(
+        run("parser", "parse", pt["parser"], pt["dev"], "--confidence", "--dask", "local"))
+
+
+@pytest.mark.parametrize("kind", ["crf", "maxent"])
+def test_tagger_tag_writes_tag_probabilities_to_misc(pt, tmp_path, kind: str) -> None:
+    plain, confident = tmp_path / "plain.conllu", tmp_path / "conf.conllu"
+    assert_ok(run("tagger", "tag", pt[kind], pt["dev"], "-o", plain))
+    assert_ok(run("tagger", "tag", pt[kind], pt["dev"], "-o", confident, "--confidence"))
+    text = confident.read_text(encoding="utf-8")
+    assert strip_keys(text, ("UPosProb",)) == plain.read_text(encoding="utf-8")
+    tagger = Tagger.load(pt[kind])
+    sentences = parse_conll(pt["dev"].read_text(encoding="utf-8"), "dev.conllu", require_heads=False)
+    labels, probs = tagger.predict([s.forms for s in sentences], confidence=True)
+    assert misc_values(text, "UPosProb") == [float(probability_text(p)) for ps in probs for p in ps]
+    assert [s.cpos for s in parse_conll(text, "conf.conllu")] == labels
+    # Raw text to CoNLL: the tokens' MISC holds the probability alone.
+    result = run("tagger", "tag", pt[kind], "-", "--format", "text", "--to", "conll", "--confidence", "-l", "pt",
+                 input=PT_TEXT)
+    assert_ok(result)
+    assert all(line.split("\t")[COL10].startswith("UPosProb=") for line in result.stdout.splitlines() if line)
+
+
+def test_parse_text_writes_tag_and_head_probabilities(pt, tmp_path) -> None:
+    out = tmp_path / "text.conllu"
+    assert_ok(run("parse-text", pt["crf"], pt["parser"], "-", "-l", "pt", "-o", out, "--confidence", input=PT_TEXT))
+    text = out.read_text(encoding="utf-8")
+    taggers, parser = [Tagger.load(pt["crf"])], Parser.load(pt["parser"])
+    assert strip_keys(text, ("HeadProb", "UPosProb")) == to_conllu(parse_text(PT_TEXT, taggers, parser,
+                                                                              language="pt"))
+    assert text == to_conllu(parse_text(PT_TEXT, taggers, parser, language="pt", confidence=True))
+    assert "HeadProb=" in text and re.search(r"\tHeadProb=[0-9.]+\|SpaceAfter=No\|UPosProb=[0-9.]+\n", text)
+    checked = udvalidate(out, "pt")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-3000:]
