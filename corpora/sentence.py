@@ -222,6 +222,51 @@ class Sentence:
             aside = tuple((position, text if text.startswith("#") else f"{text}\t{BLANK}") for position, text in aside)
         return dataclasses.replace(self, rows=tuple(rows), aside=aside)
 
+    def with_misc(self, key: str, values: Sequence[str]) -> Sentence:
+        """Return a copy whose column 10 (CoNLL-U MISC) sets ``key`` to one value per token
+        (:func:`misc_with`: other entries kept, the field's sorted order too).
+
+        Column 10 is MISC in CoNLL-U only (CoNLL-X's is PDEPREL): callers write it to CoNLL-U.
+
+        Raises:
+            ValueError: a key that is not letters and digits beginning with a letter, a number of values
+                other than the number of tokens, or a value that is empty or holds whitespace, ``|`` or ``=``.
+        """
+        if not (key.isascii() and key.isalnum() and key[:1].isalpha()):
+            raise ValueError(f"a MISC key is letters and digits beginning with a letter, not {key!r}")
+        if len(values) != len(self.rows):
+            raise ValueError(f"expected {len(self.rows)} {key} values, got {len(values)}")
+        for i, value in enumerate(values):
+            if not value or any(char.isspace() or char in "|=" for char in value):
+                raise ValueError(f"{key} value {value!r} of token {i + 1} is empty or holds whitespace, '|' or '='")
+        rows = tuple((*row[:COL10], misc_with(row[COL10], key, value), *row[COL10 + 1:])
+                     for row, value in zip(self.rows, values))
+        return dataclasses.replace(self, rows=rows)
+
+
+def misc_with(misc: str, key: str, value: str) -> str:
+    """A MISC field (CoNLL-U column 10: ``_`` or ``Key=Value|Key=Value``) with ``key`` set to ``value``.
+
+    An entry of ``key`` already there is replaced; otherwise the entry goes before the first entry whose
+    key sorts after ``key`` (case-insensitively, as UD sorts its attributes), so a sorted field stays
+    sorted and the order of the others is kept.  An entry without ``=`` counts as a key.
+    """
+    entry = f"{key}={value}"
+    entries = [] if misc == BLANK else misc.split("|")
+    keys = [item.split("=", 1)[0] for item in entries]
+    if key in keys:
+        entries[keys.index(key)] = entry
+    else:
+        at = next((k for k, other in enumerate(keys) if other.lower() > key.lower()), len(entries))
+        entries.insert(at, entry)
+    return "|".join(entries)
+
+
+def probability_text(probability: float) -> str:
+    """A probability as MISC values write it: four decimals, ``0.9312`` (clipped to [0, 1] first, so
+    rounding in the dynamic programs never shows as ``1.0000001``)."""
+    return f"{min(max(float(probability), 0.0), 1.0):.4f}"
+
 
 # The text of the numbers a head takes, 0 .. MAX_WORDS: a list index instead of str() for each word.
 _NUMBER_TEXT = [str(number) for number in range(MAX_WORDS + 1)]

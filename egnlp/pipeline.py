@@ -22,7 +22,9 @@ i.e. XPOS); no column is copied into another, and the other columns are
 ``_``. The tagger and the parser see a token's Penn Treebank form (``` `` ```
 for ``"``) instead of its characters where the tagger's training vocabulary
 has the one and not the other. LEMMA and FEATS are ``_``; DEPREL is the
-parser's labels (``_`` for an unlabelled parser).
+parser's labels (``_`` for an unlabelled parser). With ``confidence``, MISC
+also holds each word's probability of its tags and head under the models
+(``UPosProb``, ``XPosProb``, ``HeadProb``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import Sequence
 
 from egnlp.base.errors import InputError, ModelError
 from egnlp.corpora import Sentence, format_conll
-from egnlp.corpora.sentence import BLANK, FORM
+from egnlp.corpora.sentence import BLANK, FORM, probability_text
 from egnlp.parser.parser_model import Parser
 from egnlp.corpora.tagging import slash_text
 from egnlp.tagger.tagger_model import Tagger
@@ -126,17 +128,22 @@ def tag_text(text: str, taggers: "Tagger | Sequence[Tagger]", *, comments: bool 
     return _tagged(text, by_column, comments, language)[0]
 
 
-def _tagged(text: str, by_column: dict[str, Tagger], comments: bool, language: str, jobs: int | None = 1):
-    """(tagged Sentences with original forms, the same with the forms the models see)."""
+def _tagged(text: str, by_column: dict[str, Tagger], comments: bool, language: str, jobs: int | None = 1,
+            confidence: bool = False):
+    """(tagged Sentences with original forms, the same with the forms the models see); with ``confidence``,
+    each tag's probability in MISC under its tagger's key (:attr:`Tagger.confidence_key`)."""
     vocabularies = {column: (set(t.vocabulary) if t.vocabulary is not None else None)
                     for column, t in by_column.items()}
     abbreviations = set().union(*(vocabulary_abbreviations(v) for v in vocabularies.values()))
     pieces = segment(unicodedata.normalize("NFC", text), language, sorted(abbreviations))  # UD's FORM and text
-    tags = {}
+    tags, probs = {}, {}
     model_forms = None
     for column, tagger in by_column.items():
         forms = [_feature_forms(s, vocabularies[column]) for s in pieces]
-        tags[column] = tagger.predict(forms, jobs=jobs)
+        if confidence:
+            tags[column], probs[column] = tagger.predict(forms, jobs=jobs, confidence=True)
+        else:
+            tags[column] = tagger.predict(forms, jobs=jobs)
         if model_forms is None or column == "pos":
             model_forms = forms  # the parser sees the forms of its fine-tag tagger
     shown, seen = [], []
@@ -149,6 +156,9 @@ def _tagged(text: str, by_column: dict[str, Tagger], comments: bool, language: s
                          _misc(token.space_after)))
         lines = (f"# sent_id = {k + 1}", f"# text = {_LINE_BREAK.sub(' ', piece.text)}") if comments else ()
         sentence = Sentence(tuple(rows), tuple((0, line) for line in lines))
+        for column, tagger in by_column.items():
+            if confidence:
+                sentence = sentence.with_misc(tagger.confidence_key, [probability_text(p) for p in probs[column][k]])
         shown.append(sentence)
         seen.append(_with_forms(sentence, model_forms[k]))
     return shown, seen
@@ -198,30 +208,37 @@ class Pipeline:
                 raise InputError(f"the parser reads {reads} tags only ({setting}); a tagger that predicts "
                                  f"{COLUMN_NAMES[column]} is not used: leave it out")
 
-    def parse(self, text: str, *, comments: bool = True, jobs: int | None = 1) -> list[Sentence]:
+    def parse(self, text: str, *, comments: bool = True, jobs: int | None = 1,
+              confidence: bool = False) -> list[Sentence]:
         """One CoNLL-U Sentence per sentence of ``text`` with the predicted tags, heads and labels, with
         ``# sent_id`` / ``# text`` comments unless ``comments`` is False (see the module docstring); text
         without tokens gives []. ``jobs`` processes (None: every core) tag and parse blocks of sentences;
         the result is the same for any number.
 
+        With ``confidence``, MISC also holds each word's probabilities under the models: of its tags
+        (``UPosProb``, ``XPosProb``: :meth:`Tagger.predict <egnlp.tagger.Tagger.predict>`) and of its head
+        (``HeadProb``: :meth:`Parser.predict <egnlp.parser.Parser.predict>`), e.g.
+        ``HeadProb=0.8731|SpaceAfter=No|UPosProb=0.9954``.
+
         Raises:
             ValueError: text with a lone surrogate or a control character.
         """
-        shown, seen = _tagged(text, self.taggers, comments, self.language, jobs)
+        shown, seen = _tagged(text, self.taggers, comments, self.language, jobs, confidence)
         if not shown:
             return []
-        parsed = self.parser.parse_corpus(seen, jobs=jobs)
+        parsed = self.parser.parse_corpus(seen, jobs=jobs, confidence=confidence)
         return [_with_forms(tree, original.forms) for tree, original in zip(parsed, shown)]
 
-    def conllu(self, text: str, *, jobs: int | None = 1) -> str:
+    def conllu(self, text: str, *, jobs: int | None = 1, confidence: bool = False) -> str:
         """The CoNLL-U text of :meth:`parse`."""
-        return to_conllu(self.parse(text, jobs=jobs))
+        return to_conllu(self.parse(text, jobs=jobs, confidence=confidence))
 
 
 def parse_text(text: str, taggers: "Tagger | Sequence[Tagger]", parser: Parser, *, comments: bool = True,
-               language: str = "english", jobs: int | None = 1) -> list[Sentence]:
+               language: str = "english", jobs: int | None = 1, confidence: bool = False) -> list[Sentence]:
     """Dependency trees of raw ``text``: :meth:`Pipeline.parse` of ``Pipeline(taggers, parser, language=...)``."""
-    return Pipeline(taggers, parser, language=language).parse(text, comments=comments, jobs=jobs)
+    return Pipeline(taggers, parser, language=language).parse(text, comments=comments, jobs=jobs,
+                                                              confidence=confidence)
 
 
 def check_pos_tagger(tagger: Tagger, pos_model: Tagger | None, name: object = "--pos-tagger") -> None:

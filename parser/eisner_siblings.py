@@ -80,6 +80,7 @@ from egnlp.parser.eisner import complete_items, complete_items_adjoint, lse_pair
 from egnlp.parser.tree_checks import check_tree, float_scores, is_single_root, solve
 
 __all__ = [
+    "arc_marginals",
     "n_sibling_parts",
     "sibling_argmax",
     "sibling_indicator",
@@ -428,6 +429,28 @@ def sibling_offsets(size: int) -> NDArray[np.int64]:
     order; cells with m == 0 or m == h are empty.
     """
     return _offsets(_check_size(size))
+
+
+def arc_marginals(mu: ArrayLike, size: int) -> NDArray[np.float64]:
+    """The arc marginals of sibling-part marginals: (size, size) float64 indexed [head, modifier].
+
+    Every tree uses exactly one part of each of its arcs, so the probability of the arc h -> m is the
+    sum of the marginals of its |h - m| parts ``off[h, m] + k`` (the parts of a third-order model's
+    :func:`~egnlp.parser.eisner_grandparents.grand_marginals` too).  Column 0 and the diagonal are 0;
+    with ``mu`` from :func:`sibling_marginals`, every column m >= 1 sums to 1.
+
+    Args:
+        mu: (n_sibling_parts(size),) part marginals.
+        size: n + 1.
+    """
+    arr, off = check_theta(mu, size)
+    cells = np.ones((size, size), dtype=bool)
+    cells[:, 0] = False
+    np.fill_diagonal(cells, False)
+    out = np.zeros((size, size))
+    # The cells with parts are consecutive in the layout (the others hold none): one sum per run.
+    out[cells] = np.add.reduceat(arr, off[cells])
+    return out
 
 
 def tree_parts(heads: ArrayLike) -> NDArray[np.int64]:

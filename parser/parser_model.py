@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Sequence, overload
 
 import numpy as np
 
 from egnlp.corpora import Sentence
 from egnlp.base.errors import InputError
 from egnlp.base.workers import map_blocks
-from egnlp.corpora.sentence import BLANK, CPOS, DEPREL, FEATS, FORM, HEAD, LEMMA, POS
+from egnlp.corpora.sentence import BLANK, CPOS, DEPREL, FEATS, FORM, HEAD, LEMMA, POS, probability_text
 from egnlp.base.nltk_bases import NLTKBase, nltk_base
 from egnlp.base.files import ModelError, check_arrays, check_labels, read_npz, write_npz_atomic
 from egnlp.features.arc_featurizer import ArcFeaturizer, ArcWeights
@@ -42,7 +42,8 @@ from egnlp.features.arc_templates import TEMPLATES_VERSION, EncodedCorpus
 from egnlp.parser.labeler import ArcLabeler
 from egnlp.parser.attachment import is_punct
 from egnlp.parser.tree_checks import NoTreeError, check_root
-from egnlp.parser.trees import PROJECTIVE, check_final_on_root, final_on_root_argmax, tree_space
+from egnlp.parser.trees import (PROJECTIVE, check_final_on_root, final_on_root_argmax, final_on_root_marginals,
+                                tree_space)
 
 if TYPE_CHECKING:  # the higher-order modules load when a model uses them (a first-order parse starts 30 ms sooner)
     from nltk.parse import DependencyGraph
@@ -62,6 +63,7 @@ NEEDED_COLUMNS = {"both": ("upos", "xpos"), "upos": ("upos",), "xpos": ("xpos",)
 COLUMN_NAMES = {"upos": "UPOS (CPOSTAG)", "xpos": "XPOS (POSTAG)"}
 # The tag column a tagger fills, by its ``column`` attribute (egnlp's Tagger: "pos" is POSTAG / XPOS).
 TAGGER_COLUMNS = {"upos": "upos", "xpos": "xpos", "pos": "xpos"}
+HEAD_PROB = "HeadProb"  # the MISC key of a head's probability (``parse_corpus(..., confidence=True)``)
 UNLABELED_ROOT = "ROOT"  # the relation of root arcs in the graphs of an unlabeled parser (NLTK's default)
 
 
@@ -142,62 +144,123 @@ class Parser(NLTKBase):
         """The best tree of each sentence as heads of words 1..n (0 = root)."""
         return self._heads(self.featurizer.encode(sentences), final_punct(sentences))
 
+    def head_marginals(self, sentence: Sentence) -> np.ndarray:
+        """The head marginals of one sentence of n words: an (n + 1, n + 1) array ``mu`` indexed ``[head,
+        modifier]``, the root at 0, with ``mu[h, m]`` = p(head of m is h | sentence) under the model's
+        distribution p(tree) ∝ exp(score(tree)) over the trees it decodes in.
+
+        The tree space is the decoder's: projective trees by inside-outside (Eisner's chart,
+        :func:`~egnlp.parser.eisner.inside_outside`) or any trees by the matrix-tree theorem
+        (:func:`~egnlp.parser.nonprojective.mtt_marginals`), with one root child or any number
+        (:attr:`root`); with :attr:`final_on_root`, a sentence ending in punctuation has it as a leaf
+        child of the root's child (:func:`~egnlp.parser.trees.final_on_root_marginals`); with
+        :attr:`prune`, the pruned arcs are out (probability 0), unless they leave no tree, as when
+        decoding.  A second- or third-order model's marginals are those of its own parts (sibling and
+        grandparent parts: :func:`~egnlp.parser.eisner_siblings.sibling_marginals`,
+        :func:`~egnlp.parser.eisner_grandparents.grand_marginals`), summed over the parts of each arc.
+        Every dynamic program runs in log space (no overflow on long sentences).  Column 0 and the
+        diagonal are 0 and each column m >= 1 sums to 1; an empty sentence gives a (1, 1) array of 0.
+        """
+        if not len(sentence):
+            return np.zeros((1, 1))
+        return next(self._trees(self.featurizer.encode([sentence]), final_punct([sentence]), True))[1]
+
     def _heads(self, encoded: EncodedCorpus, finals: Sequence[bool]) -> list[list[int]]:
         """Heads of each encoded sentence; ``finals``: whether each ends in punctuation."""
+        return [heads[1:].tolist() for heads, _ in self._trees(encoded, finals)]
+
+    def _trees(self, encoded: EncodedCorpus, finals: Sequence[bool], marginals: bool = False
+               ) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
+        """(heads (n+1,), and with ``marginals`` the head marginals (n+1, n+1), else None) of each encoded
+        sentence, both over the same scores (see :meth:`head_marginals`)."""
         n_arc = self.featurizer.n_features
         n_sib = n_arc + (self.siblings.n_features if self.siblings is not None else 0)
         sib_w, grand_w = self.weights[n_arc:n_sib], self.weights[n_sib:]
         if self._arc_weights is None:
             self._arc_weights = self.featurizer.arc_weights(self.weights[:n_arc])
         arc_w = self._arc_weights
-        out = []
         prune = self.prune and self.siblings is None
         for s, arc in enumerate(self.featurizer.block_arc_scores(encoded, arc_w, prune)):
+            mu = None
             if self.siblings is None:
                 try:
                     heads = self._argmax(arc, finals[s])
                 except NoTreeError:  # the pruned arcs leave no tree of the space: decode every arc
                     if not prune:
                         raise
-                    heads = self._argmax(self.featurizer.arc_scores(encoded, s, arc_w), finals[s])
+                    arc = self.featurizer.arc_scores(encoded, s, arc_w)
+                    heads = self._argmax(arc, finals[s])
+                if marginals:
+                    mu = self._marginals(arc, finals[s])
             else:
+                from egnlp.parser.eisner_siblings import arc_marginals
+                size = arc.shape[0]
                 theta = self.siblings.scores(self.siblings.compile(encoded, s), arc, sib_w)
                 if self.grand is None:
-                    from egnlp.parser.eisner_siblings import sibling_argmax
-                    heads = sibling_argmax(theta, arc.shape[0], self.root)
+                    from egnlp.parser.eisner_siblings import sibling_argmax, sibling_marginals
+                    heads = sibling_argmax(theta, size, self.root)
+                    if marginals:
+                        mu = arc_marginals(sibling_marginals(theta, size, self.root)[1], size)
                 else:
-                    from egnlp.parser.eisner_grandparents import grand_argmax
+                    from egnlp.parser.eisner_grandparents import grand_argmax, grand_marginals
                     grand = self.grand.scores(self.grand.compile(encoded, s), grand_w)
-                    heads = grand_argmax(theta, grand, arc.shape[0], self.root)
-            out.append(heads[1:].tolist())
-        return out
+                    heads = grand_argmax(theta, grand, size, self.root)
+                    if marginals:
+                        mu = arc_marginals(grand_marginals(theta, grand, size, self.root)[1], size)
+            yield heads, mu
 
     def _argmax(self, arc: np.ndarray, final: bool) -> np.ndarray:
         """The best tree of first-order arc scores; ``final``: the sentence ends in punctuation."""
         return (final_on_root_argmax(self.space.argmax, arc, self.root) if self.final_on_root and final
                 else self.space.argmax(arc, root=self.root))
 
-    def predict(self, sentences: Sequence[Sentence], *, jobs: int | None = 1
-                ) -> tuple[list[list[int]], list[list[str]] | None]:
-        """Heads of every sentence's best tree, and the labels of its arcs (None without a labeler).
+    def _marginals(self, arc: np.ndarray, final: bool) -> np.ndarray:
+        """The arc marginals of first-order arc scores over :meth:`_argmax`'s trees."""
+        return (final_on_root_marginals(self.space.marginals, arc, self.root) if self.final_on_root and final
+                else self.space.marginals(arc, root=self.root)[1])
+
+    @overload
+    def predict(self, sentences: Sequence[Sentence], *, jobs: int | None = 1, confidence: Literal[False] = False
+                ) -> tuple[list[list[int]], list[list[str]] | None]: ...
+
+    @overload
+    def predict(self, sentences: Sequence[Sentence], *, jobs: int | None = 1, confidence: Literal[True]
+                ) -> tuple[list[list[int]], list[list[str]] | None, list[list[float]]]: ...
+
+    def predict(self, sentences: Sequence[Sentence], *, jobs: int | None = 1, confidence: bool = False) -> tuple:
+        """Heads of every sentence's best tree, and the labels of its arcs (None without a labeler); with
+        ``confidence``, a third list: the probability of each word's predicted head, ``mu[head, word]`` of
+        :meth:`head_marginals` (computed over the scores the decoder used).
 
         ``jobs`` processes (None: every core) parse blocks of the sentences; the result is the same for any.
         """
         self.featurizer.score_lookup()  # built once, before any worker starts
-        results = map_blocks(_predict_block, self, sentences, jobs)
-        heads = [h for h, _ in results]
-        return heads, [labels for _, labels in results] if self.labeler is not None else None
+        results = map_blocks(_confident_block if confidence else _predict_block, self, sentences, jobs)
+        heads = [r[0] for r in results]
+        labels = [r[1] for r in results] if self.labeler is not None else None
+        return (heads, labels, [r[2] for r in results]) if confidence else (heads, labels)
 
     @property
     def tag_columns(self) -> tuple[str, ...]:
         """The tag columns the model reads: ``("upos", "xpos")``, ``("upos",)`` or ``("xpos",)``."""
         return NEEDED_COLUMNS[self.featurizer.tags]
 
-    def parse_corpus(self, sentences: Sequence[Sentence], *, jobs: int | None = 1) -> list[Sentence]:
+    def parse_corpus(self, sentences: Sequence[Sentence], *, jobs: int | None = 1,
+                     confidence: bool = False) -> list[Sentence]:
         """Copies of ``sentences`` with predicted heads and labels (DEPREL ``_`` without a labeler), parsed by
-        ``jobs`` processes (None: every core; the same result for any number)."""
-        heads, labels = self.predict(sentences, jobs=jobs)
-        return [s.with_heads(h, labels[k] if labels is not None else None)
+        ``jobs`` processes (None: every core; the same result for any number).
+
+        With ``confidence``, column 10 (CoNLL-U MISC) of every word also says the probability of its head,
+        ``HeadProb=0.9312`` (:meth:`predict`; other MISC entries kept, see
+        :meth:`~egnlp.corpora.Sentence.with_misc`): for CoNLL-U sentences, CoNLL-X has no MISC column.
+        """
+        if not confidence:
+            heads, labels = self.predict(sentences, jobs=jobs)
+            return [s.with_heads(h, labels[k] if labels is not None else None)
+                    for k, (s, h) in enumerate(zip(sentences, heads))]
+        heads, labels, probs = self.predict(sentences, jobs=jobs, confidence=True)
+        return [s.with_heads(h, labels[k] if labels is not None else None).with_misc(
+                    HEAD_PROB, [probability_text(p) for p in probs[k]])
                 for k, (s, h) in enumerate(zip(sentences, heads))]
 
     def parse(self, sentence: Any, *, tagger: Any = None) -> "Iterator[DependencyGraph] | list[Sentence]":
@@ -438,12 +501,23 @@ def final_punct(sentences: Sequence[Sentence]) -> list[bool]:
     return [bool(s.forms) and is_punct(s.forms[-1]) for s in sentences]
 
 
-def _predict_block(parser: Parser, sentences: Sequence[Sentence]) -> list[tuple[list[int], list[str] | None]]:
-    """(heads, labels or None) of each of ``sentences``: one block of :meth:`Parser.predict`."""
+def _predict_block(parser: Parser, sentences: Sequence[Sentence], confidence: bool = False) -> list[tuple]:
+    """(heads, labels or None) of each of ``sentences``, and with ``confidence`` the probability of each
+    head: one block of :meth:`Parser.predict`."""
     encoded = parser.featurizer.encode(sentences)
-    heads = parser._heads(encoded, final_punct(sentences))
+    trees = list(parser._trees(encoded, final_punct(sentences), confidence))
+    heads = [tree[1:].tolist() for tree, _ in trees]
     labels = parser.labeler.label(sentences, encoded, heads) if parser.labeler is not None else None
-    return [(h, labels[k] if labels is not None else None) for k, h in enumerate(heads)]
+    if not confidence:
+        return [(h, labels[k] if labels is not None else None) for k, h in enumerate(heads)]
+    probs = [mu[tree[1:], np.arange(1, len(tree))].tolist() for tree, mu in trees]
+    return [(h, labels[k] if labels is not None else None, probs[k]) for k, h in enumerate(heads)]
+
+
+def _confident_block(parser: Parser, sentences: Sequence[Sentence]) -> list[tuple]:
+    """(heads, labels or None, head probabilities) of each of ``sentences``: :func:`_predict_block` with
+    ``confidence``."""
+    return _predict_block(parser, sentences, True)
 
 
 def _is_corpus(value: Any) -> bool:

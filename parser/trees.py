@@ -119,3 +119,26 @@ def final_on_root_argmax(argmax: Callable, scores: np.ndarray, root: str = "sing
     out[:n] = heads
     out[n] = np.argmin(heads[1:]) + 1  # the root's one child: the only word with head 0, the least head
     return out
+
+
+def final_on_root_marginals(marginals: Callable, scores: np.ndarray, root: str = "single") -> np.ndarray:
+    """The arc marginals (n+1, n+1) [head, modifier] over the trees of :func:`final_on_root_argmax`'s
+    space (the last word n a leaf child of the root's one child), ``marginals`` a tree space's.
+
+    As there, each such tree is a tree of words 1..n-1 whose root child r carries the arc r -> n, so the
+    distribution over them is the inner space's under scores with scores[r, n] added to each root arc
+    scores[0, r]: the inner marginals are those of the words 1..n-1, and p(head of n = r) is the
+    inner marginal of the root arc 0 -> r.
+    """
+    if root != "single":
+        raise ValueError("the last word hangs on the root's one child in a single-root space only")
+    if scores.shape[0] < 3:
+        return marginals(scores, root=root)[1]
+    n = scores.shape[0] - 1
+    inner = np.array(scores[:n, :n], dtype=np.float64)
+    inner[0, 1:] += scores[1:n, n]
+    inner_mu = marginals(inner, root=root)[1]
+    out = np.zeros((n + 1, n + 1))
+    out[:n, :n] = inner_mu
+    out[1:n, n] = inner_mu[0, 1:]
+    return out

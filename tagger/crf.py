@@ -72,6 +72,23 @@ class CRFModel:
         feats = f.features(f.encode([tokens], [pos] if pos is not None else None))
         return forward_backward(*feats.chain_scores(0, self.weights))[1]
 
+    def predict_marginals(self, tokens_list: list[list[str]], pos_list: list[list[str]] | None = None
+                          ) -> tuple[list[list[str]], list[np.ndarray]]:
+        """The Viterbi labels of every sentence and its tokens' label marginals p(y_t = label | sentence), (n,
+        L) each (forward-backward), from one encoding and the same chain scores."""
+        f = self.featurizer
+        feats = f.features(f.encode(tokens_list, pos_list))
+        labels, marginals = [], []
+        for i in range(feats.n_examples):
+            if feats.length(i) == 0:
+                labels.append([])
+                marginals.append(np.zeros((0, f.n_labels)))
+                continue
+            scores = feats.chain_scores(i, self.weights)
+            labels.append([f.labels[k] for k in viterbi(*scores)[0]])
+            marginals.append(forward_backward(*scores)[1])
+        return labels, marginals
+
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict]:
         f = self.featurizer
         pred_bytes, pred_offsets = pack_strings(f.predicates)

@@ -218,6 +218,79 @@ def _beam_search(sent_ptr, static, hist1, hist2, feat_ptr, feat_label, w, beam):
     return tags, logp
 
 
+@njit(cache=True)
+def _local_probs(row, h1, h2, feat_ptr, feat_label, w, sc, out):
+    """out (Y,) = p(y | x_i, history): the softmax of the observation scores ``row`` (Y,) plus the
+    weights of the history predicates ``h1``, ``h2`` (ids, or -1 when unknown), as the beam search
+    scores them; ``sc`` (Y,) is scratch."""
+    for y in range(row.shape[0]):
+        sc[y] = row[y]
+    _add_predicate(sc, h1, feat_ptr, feat_label, w)
+    _add_predicate(sc, h2, feat_ptr, feat_label, w)
+    c = sc.max()
+    z = 0.0
+    for y in range(sc.shape[0]):
+        out[y] = np.exp(sc[y] - c)
+        z += out[y]
+    for y in range(sc.shape[0]):
+        out[y] /= z
+
+
+@njit(cache=True)
+def _forward_marginals(sent_ptr, static, hist1, hist2, feat_ptr, feat_label, w, node):
+    """node (tokens, Y) = p(y_i = y | x) under the model's distribution p(y | x) = prod_i p(y_i | x, y_{i-2},
+    y_{i-1}), whatever the beam.
+
+    The forward pass over pairs of tags: ``alpha[a, b]`` = p(y_{i-1} = a, y_i = b | x), index Y
+    standing for ``<s>``; alpha_i[a, b] = sum_c alpha_{i-1}[c, a] p(b | x_i, c, a).  A locally
+    normalised model needs no backward pass (the future never changes the past: the backward
+    quantities are all 1), and each alpha sums to 1, so it stays in linear space without overflow.
+    The histories (c, a) whose ``y[-2]|y[-1]`` predicate the model does not know share one local
+    distribution, summed once: O(n Y (Y + K)) time for K known pairs (the beam's is O(n beam Y)).
+    """
+    Y = static.shape[1]
+    alpha = np.zeros((Y + 1, Y))
+    new = np.zeros((Y + 1, Y))
+    sc = np.zeros(Y)
+    p = np.zeros(Y)
+    for s in range(sent_ptr.shape[0] - 1):
+        a0 = sent_ptr[s]
+        n = sent_ptr[s + 1] - a0
+        if n == 0:
+            continue
+        alpha[:] = 0.0
+        _local_probs(static[a0], hist1[Y], hist2[Y * (Y + 1) + Y], feat_ptr, feat_label, w, sc, p)
+        for y in range(Y):
+            alpha[Y, y] = p[y]
+            node[a0, y] = p[y]
+        for i in range(1, n):
+            new[:] = 0.0
+            for a in range(Y):  # y_{i-1}
+                shared = 0.0  # the mass of the histories (c, a) with no y[-2]|y[-1] predicate
+                for c in range(Y + 1):  # y_{i-2}
+                    mass = alpha[c, a]
+                    if mass == 0.0:
+                        continue
+                    h2 = hist2[c * (Y + 1) + a]
+                    if h2 < 0:
+                        shared += mass
+                        continue
+                    _local_probs(static[a0 + i], hist1[a], h2, feat_ptr, feat_label, w, sc, p)
+                    for y in range(Y):
+                        new[a, y] += mass * p[y]
+                if shared > 0.0:
+                    _local_probs(static[a0 + i], hist1[a], -1, feat_ptr, feat_label, w, sc, p)
+                    for y in range(Y):
+                        new[a, y] += shared * p[y]
+            for y in range(Y):
+                total = 0.0
+                for a in range(Y + 1):
+                    alpha[a, y] = new[a, y]
+                    total += new[a, y]
+                node[a0 + i, y] = total
+    return node
+
+
 class MaxentModel:
     """A trained maxent tagger: predicate alphabet, (predicate, label) features, weights.
 
@@ -302,6 +375,33 @@ class MaxentModel:
 
     def predict(self, tokens_list: list[list[str]], pos_list: list[list[str]] | None = None) -> list[list[str]]:
         return self.decode(tokens_list, pos_list)[0]
+
+    def marginals_encoded(self, encoded) -> np.ndarray:
+        """p(y_i = y | x) of every token of ``encoded`` (:meth:`encode`), (tokens, Y) float64, columns in
+        the order of :attr:`labels`: exact under the model's distribution (the product of the local
+        distributions p(y_i | x, y_{i-2}, y_{i-1}) over whole tag sequences), by a forward pass over the
+        local distributions (:func:`_forward_marginals`) rather than the beam's approximation."""
+        sent_ptr, tok_ptr, tok_pred = encoded
+        static = label_scores(tok_ptr, tok_pred, self.feat_ptr, self.feat_label, self.weights, len(self.labels))
+        node = np.zeros((static.shape[0], len(self.labels)))
+        return _forward_marginals(sent_ptr, static, self._hist1, self._hist2, self.feat_ptr, self.feat_label,
+                                  self.weights, node)
+
+    def marginals(self, tokens: list[str], pos: list[str] | None = None) -> np.ndarray:
+        """p(y_t = label | sentence) for every token, shape (n, L), columns in the order of ``labels``
+        (:meth:`marginals_encoded`)."""
+        return self.marginals_encoded(self.encode([tokens], [pos] if pos is not None else None))
+
+    def predict_marginals(self, tokens_list: list[list[str]], pos_list: list[list[str]] | None = None
+                          ) -> tuple[list[list[str]], list[np.ndarray]]:
+        """The beam's labels of every sentence and its tokens' label marginals, (n, L) each
+        (:meth:`marginals_encoded`), from one encoding."""
+        enc = self.encode(tokens_list, pos_list)
+        tags, _ = self.decode_encoded(enc)
+        node = self.marginals_encoded(enc)
+        sp = enc[0]
+        labels = [[self.labels[k] for k in tags[sp[s]:sp[s + 1]]] for s in range(len(tokens_list))]
+        return labels, [node[sp[s]:sp[s + 1]] for s in range(len(tokens_list))]
 
     # -- storage
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict]:

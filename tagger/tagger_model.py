@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol, Sequence
+from typing import Any, Literal, Protocol, Sequence, overload
 
 import numpy as np
 
 from egnlp.corpora import Sentence
 from egnlp.base.workers import map_blocks
-from egnlp.corpora.sentence import LABEL_COLUMNS
+from egnlp.corpora.sentence import LABEL_COLUMNS, probability_text
 from egnlp.base.errors import registered
 from egnlp.base.files import ModelError, check_arrays, pack_strings, read_npz, unpack_strings, write_npz_atomic
 from egnlp.base.nltk_bases import NLTKBase, nltk_base
@@ -41,6 +41,8 @@ MODEL_KIND = "egnlp-tagger"
 VOCAB_ARRAYS = ("vocab_bytes", "vocab_offsets")
 VOCAB_DTYPES = {"vocab_bytes": ("|u1", 1), "vocab_offsets": ("<i8", 1)}
 INNER_MODELS: dict[str, type] = {CRFModel.kind: CRFModel, MaxentModel.kind: MaxentModel}
+# The MISC key of a label's probability (``tag_corpus(..., confidence=True)``), by the column the tagger fills.
+CONFIDENCE_KEYS = {"pos": "XPosProb", "upos": "UPosProb", "chunk": "ChunkProb"}
 
 __all__ = ["FORMAT_VERSION", "MODEL_KIND", "ModelError", "SequenceModel", "Tagger"]
 
@@ -54,6 +56,11 @@ class SequenceModel(Protocol):
 
     def predict(self, tokens_list: list[list[str]], pos_list: list[list[str]] | None = None) -> list[list[str]]: ...
 
+    def predict_marginals(self, tokens_list: list[list[str]], pos_list: list[list[str]] | None = None
+                          ) -> tuple[list[list[str]], list[np.ndarray]]: ...
+
+    def marginals(self, tokens: list[str], pos: list[str] | None = None) -> np.ndarray: ...
+
     def to_arrays(self) -> tuple[dict[str, np.ndarray], dict]: ...
 
     @classmethod
@@ -65,6 +72,17 @@ def _predict_block(model: SequenceModel, items: Sequence[tuple[list[str], list[s
     tokens = [t for t, _ in items]
     pos = [p for _, p in items] if items and items[0][1] is not None else None
     return [list(labels) for labels in model.predict(tokens, pos)]
+
+
+def _confident_block(model: SequenceModel, items: Sequence[tuple[list[str], list[str] | None]]
+                     ) -> list[tuple[list[str], list[float]]]:
+    """(labels, the marginal probability of each label) of a block of (tokens, POS or None) items."""
+    tokens = [t for t, _ in items]
+    pos = [p for _, p in items] if items and items[0][1] is not None else None
+    labels, marginals = model.predict_marginals(tokens, pos)
+    index = {label: k for k, label in enumerate(model.labels)}
+    return [(list(labs), probs[np.arange(len(labs)), [index[y] for y in labs]].tolist())
+            for labs, probs in zip(labels, marginals)]
 
 
 def _inner_class(kind: str) -> type:
@@ -149,20 +167,42 @@ class Tagger(NLTKBase):
             raise ValueError("pos_tagger must be a POS tagger (column 'pos', reading words only)")
         return pos_tagger.predict(tokens_list)
 
+    @overload
     def predict(self, tokens_list: Sequence[Sequence[str]], pos_list: Sequence[Sequence[str]] | None = None,
-                *, pos_tagger: "Tagger | None" = None, jobs: int | None = 1) -> list[list[str]]:
+                *, pos_tagger: "Tagger | None" = None, jobs: int | None = 1, confidence: Literal[False] = False
+                ) -> list[list[str]]: ...
+
+    @overload
+    def predict(self, tokens_list: Sequence[Sequence[str]], pos_list: Sequence[Sequence[str]] | None = None,
+                *, pos_tagger: "Tagger | None" = None, jobs: int | None = 1, confidence: Literal[True]
+                ) -> tuple[list[list[str]], list[list[float]]]: ...
+
+    def predict(self, tokens_list: Sequence[Sequence[str]], pos_list: Sequence[Sequence[str]] | None = None,
+                *, pos_tagger: "Tagger | None" = None, jobs: int | None = 1, confidence: bool = False):
         """Labels of many tokenised sentences (empty sentences give empty lists), tagged by ``jobs``
-        processes (None: every core; the same labels for any number)."""
+        processes (None: every core; the same labels for any number).
+
+        With ``confidence``, (labels, probabilities): the probability of each predicted label, p(y_t = label
+        | sentence) of :meth:`marginals` (the label is the model's best sequence's, Viterbi's or the
+        beam's, which need not be the label of highest marginal).
+        """
+        if confidence:
+            self._check_marginals("predict_marginals")
         tokens_list = [list(t) for t in tokens_list]
         pos_list = self._pos_for(tokens_list, pos_list, pos_tagger)
         keep = [s for s, t in enumerate(tokens_list) if t]
         out: list[list[str]] = [[] for _ in tokens_list]
+        probs: list[list[float]] = [[] for _ in tokens_list]
         if keep:
             pos_kept = [list(pos_list[s]) for s in keep] if pos_list is not None else None
             items = [(tokens_list[s], pos_kept[k] if pos_kept is not None else None) for k, s in enumerate(keep)]
-            for s, labels in zip(keep, map_blocks(_predict_block, self.model, items, jobs)):
-                out[s] = list(labels)
-        return out
+            for s, result in zip(keep, map_blocks(_confident_block if confidence else _predict_block, self.model,
+                                                  items, jobs)):
+                if confidence:
+                    out[s], probs[s] = result
+                else:
+                    out[s] = list(result)
+        return (out, probs) if confidence else out
 
     def tag_tokens(self, tokens: Sequence[str], pos: Sequence[str] | None = None, *,
                    pos_tagger: "Tagger | None" = None) -> list[str]:
@@ -248,32 +288,64 @@ class Tagger(NLTKBase):
 
     def marginals(self, tokens: Sequence[str], pos: Sequence[str] | None = None, *,
                   as_array: bool = False) -> list[dict[str, float]] | np.ndarray:
-        """p(label | sentence) of every token (CRF models only).
+        """p(label | sentence) of every token under the model's distribution over label sequences.
+
+        A CRF's come from forward-backward over its chain (:func:`~egnlp.tagger.chain_inference.forward_backward`).
+        A maxent tagger's local distributions p(y_t | x, y_{t-2}, y_{t-1}) read the two previous tags, so its
+        marginals come from a forward pass over pairs of tags, exact under the product of the local
+        distributions (:meth:`~egnlp.tagger.maxent.MaxentModel.marginals_encoded`), not the beam's
+        approximation of it.
 
         A list with one ``{label: probability}`` dict per token, or with
         ``as_array`` an (n, L) array whose columns follow :attr:`labels`.
         """
-        fn = getattr(self.model, "marginals", None)
-        if fn is None:
-            raise ValueError(f"a {self.kind} tagger gives no sequence marginals; only CRF taggers do")
+        self._check_marginals("marginals")
         if self.use_pos and pos is None:
             raise ValueError("this chunker reads POS tags: pass pos=...")
-        probs = np.asarray(fn(list(tokens), list(pos) if pos is not None else None))
+        if not tokens:
+            probs = np.zeros((0, len(self.labels)))
+        else:
+            probs = np.asarray(self.model.marginals(list(tokens), list(pos) if pos is not None else None))
         if as_array:
             return probs
         labels = self.labels
         return [dict(zip(labels, map(float, row))) for row in probs]
 
-    def tag_corpus(self, sentences: Sequence[Sentence], *, jobs: int | None = 1) -> list[Sentence]:
+    def _check_marginals(self, method: str) -> None:
+        """ValueError unless the inner model has ``method`` (an inner model of the protocol may lack them)."""
+        if not callable(getattr(self.model, method, None)):
+            raise ValueError(f"this {self.kind} model gives no label marginals (its class has no {method})")
+
+    @property
+    def confidence_key(self) -> str:
+        """The MISC key of the probability of this tagger's labels: ``XPosProb`` (column ``pos``), ``UPosProb``
+        (``upos``) or ``ChunkProb``."""
+        return CONFIDENCE_KEYS[self.column]
+
+    def tag_corpus(self, sentences: Sequence[Sentence], *, jobs: int | None = 1,
+                   confidence: bool = False) -> list[Sentence]:
         """Copies of ``sentences`` with the predicted column (POS, or chunks read from their POS), tagged by
-        ``jobs`` processes (None: every core; the same result for any number)."""
+        ``jobs`` processes (None: every core; the same result for any number).
+
+        With ``confidence``, column 10 (CoNLL-U MISC) of every word also says the probability of its label
+        (:meth:`predict`), under :attr:`confidence_key` (``XPosProb=0.9812``; other MISC entries kept, see
+        :meth:`~egnlp.corpora.Sentence.with_misc`): for CoNLL-U sentences, CoNLL-X has no MISC column.
+        """
         pos_list = [s.pos for s in sentences] if self.use_pos else None
-        labels = self.predict([s.forms for s in sentences], pos_list, jobs=jobs)
+        forms = [s.forms for s in sentences]
+        if confidence:
+            labels, probs = self.predict(forms, pos_list, jobs=jobs, confidence=True)
+        else:
+            labels = self.predict(forms, pos_list, jobs=jobs)
         if self.column == "pos":
-            return [s.with_tags(pos=lab) for s, lab in zip(sentences, labels)]
-        if self.column == "upos":
-            return [s.with_tags(upos=lab) for s, lab in zip(sentences, labels)]
-        return [s.with_tags(chunks=lab) for s, lab in zip(sentences, labels)]
+            tagged = [s.with_tags(pos=lab) for s, lab in zip(sentences, labels)]
+        elif self.column == "upos":
+            tagged = [s.with_tags(upos=lab) for s, lab in zip(sentences, labels)]
+        else:
+            tagged = [s.with_tags(chunks=lab) for s, lab in zip(sentences, labels)]
+        if not confidence:
+            return tagged
+        return [s.with_misc(self.confidence_key, [probability_text(p) for p in ps]) for s, ps in zip(tagged, probs)]
 
     # -- files ---------------------------------------------------------------
 

@@ -200,12 +200,16 @@ class _Majority:
         return [["NN"] * len(t) for t in tokens_list]
 
 
-def test_marginals_need_a_crf():
+def test_marginals_need_a_model_that_gives_them():
+    """The CRF and maxent models give label marginals (tests/test_confidence.py); an inner model without
+    them tags, and asking for its marginals is a ValueError."""
     tagger = Tagger(_Majority())
     assert tagger.tag_tokens(["a", "b"]) == ["NN", "NN"]
     assert tagger.predict([["a"], [], ["b", "c"]]) == [["NN"], [], ["NN", "NN"]]
-    with pytest.raises(ValueError, match="only CRF taggers"):
+    with pytest.raises(ValueError, match="gives no label marginals"):
         tagger.marginals(["a"])
+    with pytest.raises(ValueError, match="gives no label marginals"):
+        tagger.predict([["a"]], confidence=True)
 
 
 def test_packed_strings_round_trip_and_reject_broken_arrays():

@@ -28,6 +28,9 @@ TreeFormatOption = Annotated[TreeFormat, typer.Option("--format", help=f"{FORMAT
 SkipInvalidOption = Annotated[bool, typer.Option("--skip-invalid", help="Skip training and dev sentences whose "
                                                  "heads do not form a tree (and say how many) instead of stopping "
                                                  "at the first.")]
+HeadConfidenceOption = Annotated[bool, typer.Option(
+    "--confidence", help="Also write each word's head probability under the model, its marginal over the trees "
+    "the parser decodes in, to MISC: HeadProb=0.9312 (other MISC entries kept). CoNLL-U input only.")]
 ModelArgument = Annotated[Path, typer.Argument(metavar="MODEL", help="Model file written by 'egnlp parser train'.")]
 
 
@@ -69,7 +72,8 @@ def parser_parse(model: ModelArgument, input: Annotated[str, typer.Argument(
                      metavar="INPUT", help="CoNLL-U, CoNLL-X or Malt-TAB file to parse (HEAD may be '_'), or - for "
                      "stdin.")] = "-", out: TextOut = "-", fmt: TreeFormatOption = TreeFormat.auto,
                  jobs: JobsOption = None, prune: PruneOption = True, dask: DaskOption = None,
-                 encoding: EncodingOption = "utf-8", quiet: QuietOption = False) -> None:
+                 confidence: HeadConfidenceOption = False, encoding: EncodingOption = "utf-8",
+                 quiet: QuietOption = False) -> None:
     """Parse a corpus file: predicted HEAD and (with a labeled model) DEPREL; DEPS cleared, empty nodes dropped.
 
     The output has the input's columns (CoNLL-X for Malt-TAB input).
@@ -77,15 +81,18 @@ def parser_parse(model: ModelArgument, input: Annotated[str, typer.Argument(
     with start_up():  # the imports and the model, out of the garbage collector's way
         from egnlp.inputs import text_pieces
         from egnlp.parser import Parser
-        from egnlp.streams import parse_piece
+        from egnlp.streams import check_confidence, parse_piece
 
         parser = Parser.load(model_file(model, "MODEL"), prune=prune)
+    check_confidence(confidence, dask=dask is not None)
     if dask is not None:
         count, seconds = _parse_on_dask(dask, jobs, parser, input, chosen_format(fmt), out, encoding)
     else:  # the input read, parsed and written a piece at a time: memory does not grow with the file
         start = time.perf_counter()
         chosen, name, pieces = text_pieces(input, chosen_format(fmt), command="egnlp parser parse", encoding=encoding)
-        count, _ = write_decoded(parse_piece, (parser, name, chosen), input, pieces, out, jobs, "parsing", quiet)
+        check_confidence(confidence, chosen)
+        count, _ = write_decoded(parse_piece, (parser, name, chosen, confidence), input, pieces, out, jobs, "parsing",
+                                 quiet)
         seconds = time.perf_counter() - start
     note(f"parsed {counted(count, 'sentence')} in {seconds:.2f} s ({count / max(seconds, 1e-9):.0f} sentences/s); "
          f"wrote {output_name(out)}", quiet)

@@ -15,6 +15,12 @@ from egnlp.cli.tagger import LanguageOption
 from egnlp.startup import start_up
 
 
+ConfidenceOption = Annotated[bool, typer.Option(
+    "--confidence", help="Also write each word's probabilities under the models to MISC: of its tags (UPosProb, "
+    "XPosProb, by the column each tagger fills) and of its head (HeadProb), e.g. "
+    "HeadProb=0.8731|SpaceAfter=No|UPosProb=0.9954.")]
+
+
 class TextFormat(str, Enum):
     """What parse-text reads: raw text (auto refuses a corpus file, which 'parser parse' reads)."""
 
@@ -35,7 +41,8 @@ def parse_text_command(
     fmt: Annotated[TextFormat, typer.Option("--format", help="auto: raw text, and a corpus file (CoNLL, Malt-TAB, "
                                             "CoNLL-2000) is an error ('egnlp parser parse' reads those); text: read "
                                             "any input as raw text.")] = TextFormat.auto,
-    jobs: JobsOption = None, prune: PruneOption = True, encoding: EncodingOption = "utf-8", quiet: QuietOption = False,
+    jobs: JobsOption = None, prune: PruneOption = True, confidence: ConfidenceOption = False,
+    encoding: EncodingOption = "utf-8", quiet: QuietOption = False,
 ) -> None:
     """Raw text to dependency trees: split, tokenise, tag, parse; CoNLL-U out.
 
@@ -57,7 +64,7 @@ def parse_text_command(
     if not_nfc:
         note("note: the input was normalised to Unicode NFC (composed characters), as UD requires", quiet)
     start = time.perf_counter()
-    trees = parse_text(text, taggers, parser, language=language, jobs=jobs)
+    trees = parse_text(text, taggers, parser, language=language, jobs=jobs, confidence=confidence)
     seconds = time.perf_counter() - start
     write_output(to_conllu(trees), out)
     report_rate("parsed", trees, seconds, out, quiet)

@@ -32,6 +32,10 @@ TaggedFormatOption = Annotated[TaggedFormat, typer.Option("--format", help=f"{FO
 LanguageOption = Annotated[str, typer.Option(
     "--language", "-l", help="Language of raw text, for Punkt's sentence splitting and tokenisation: a Punkt "
     "language name or its code (english/en, portuguese/pt, dutch/nl, spanish/es, ...).")]
+TagConfidenceOption = Annotated[bool, typer.Option(
+    "--confidence", help="Also write each word's tag probability under the model (CRF: forward-backward; maxent: "
+    "a forward pass over its local distributions) to MISC: UPosProb=0.9812 or XPosProb=..., by the column the "
+    "model fills (other MISC entries kept). POS taggers, CoNLL output of CoNLL-U or text input only.")]
 Column = Enum("Column", {c: c for c in TAGGER_COLUMNS}, type=str)  # type: ignore[misc]
 
 
@@ -81,14 +85,15 @@ def tagger_tag(model: Annotated[Path, typer.Argument(metavar="MODEL", help="Mode
                                                                   "tagger model that tags the input first (needed "
                                                                   "for text input).")] = None,
                language: LanguageOption = "english", jobs: JobsOption = None, dask: DaskOption = None,
-               encoding: EncodingOption = "utf-8", quiet: QuietOption = False) -> None:
+               confidence: TagConfidenceOption = False, encoding: EncodingOption = "utf-8",
+               quiet: QuietOption = False) -> None:
     """Tag raw text or a corpus file with a POS tagger or chunker."""
     with start_up():  # the imports and the models, out of the garbage collector's way
         from egnlp.corpora.formats import CONLL2000, TEXT
         from egnlp.inputs import TAGGED_FORMATS, text_pieces
-        from egnlp.streams import tag_piece
+        from egnlp.streams import check_confidence
         from egnlp.tagger import Tagger
-        from egnlp.pipeline import check_pos_tagger, format_tagged, sentences_to_tag
+        from egnlp.pipeline import check_pos_tagger
 
         tagger = Tagger.load(model_file(model, "MODEL"))
         pos_model = Tagger.load(model_file(pos_tagger, "--pos-tagger")) if pos_tagger is not None else None
@@ -96,16 +101,9 @@ def tagger_tag(model: Annotated[Path, typer.Argument(metavar="MODEL", help="Mode
     chosen, name, pieces = text_pieces(input, chosen_format(fmt), accept=(*TAGGED_FORMATS, TEXT),
                                        command="egnlp tagger tag", encoding=encoding)
     target = to.value if to is not None else {TEXT: "text", CONLL2000: "conll2000"}.get(chosen, "conll")
-    start = time.perf_counter()
-    if chosen not in (TEXT, CONLL2000) and dask is None:  # a piece at a time: see egnlp.streams
-        counts = write_decoded(tag_piece, (tagger, pos_model, name, chosen, target), input, pieces, out, jobs,
-                               "tagging", quiet)
-        report_counts("tagged", *counts, time.perf_counter() - start, out, quiet)
-        return
-    sentences = sentences_to_tag("".join(piece.text for piece in pieces), name, chosen, tagger, pos_model, language)
-    tagged, seconds = _tag(sentences, tagger, pos_model, jobs, dask)
-    write_output(format_tagged(tagged, target, tagger.column), out)
-    report_rate("tagged", tagged, seconds, out, quiet)
+    check_confidence(confidence, chosen, target=target, chunker=tagger.column == "chunk", dask=dask is not None)
+    _tag_pieces(tagger, pos_model, (chosen, name, pieces), input, target, out, language=language, jobs=jobs,
+                dask=dask, confidence=confidence, quiet=quiet)
 
 
 @tagger_app.command("evaluate")
@@ -141,8 +139,30 @@ def tagger_evaluate(gold: Annotated[str, typer.Argument(metavar="GOLD", help="Go
 # --- what the commands share -------------------------------------------------------------------------
 
 
-def _tag(sentences, tagger, pos_model, jobs: int | None, dask: str | None):
-    """(the sentences tagged, the seconds it took): here on ``jobs`` processes or on a Dask cluster."""
+def _tag_pieces(tagger, pos_model, read: tuple, source: str, target: str, out: str, *, language: str,
+                jobs: int | None, dask: str | None, confidence: bool, quiet: bool) -> None:
+    """``tagger tag`` once the input is open (``read``: its format, name and pieces): a corpus file tagged
+    and written a piece at a time, raw text and CoNLL-2000 (and anything on Dask) whole; the summary line."""
+    from egnlp.corpora.formats import CONLL2000, TEXT
+    from egnlp.pipeline import format_tagged, sentences_to_tag
+    from egnlp.streams import tag_piece
+
+    chosen, name, pieces = read
+    start = time.perf_counter()
+    if chosen not in (TEXT, CONLL2000) and dask is None:  # a piece at a time: see egnlp.streams
+        counts = write_decoded(tag_piece, (tagger, pos_model, name, chosen, target, confidence), source, pieces,
+                               out, jobs, "tagging", quiet)
+        report_counts("tagged", *counts, time.perf_counter() - start, out, quiet)
+        return
+    sentences = sentences_to_tag("".join(piece.text for piece in pieces), name, chosen, tagger, pos_model, language)
+    tagged, seconds = _tag(sentences, tagger, pos_model, jobs, dask, confidence)
+    write_output(format_tagged(tagged, target, tagger.column), out)
+    report_rate("tagged", tagged, seconds, out, quiet)
+
+
+def _tag(sentences, tagger, pos_model, jobs: int | None, dask: str | None, confidence: bool = False):
+    """(the sentences tagged, the seconds it took): here on ``jobs`` processes or on a Dask cluster (without
+    ``confidence``: :func:`egnlp.streams.check_confidence`)."""
     if dask is not None:
         from egnlp.distributed import dask_client, tag_on_cluster
 
@@ -152,7 +172,7 @@ def _tag(sentences, tagger, pos_model, jobs: int | None, dask: str | None):
     start = time.perf_counter()
     if pos_model is not None:
         sentences = pos_model.tag_corpus(sentences, jobs=jobs)
-    return tagger.tag_corpus(sentences, jobs=jobs), time.perf_counter() - start
+    return tagger.tag_corpus(sentences, jobs=jobs, confidence=confidence), time.perf_counter() - start
 
 
 def _report_training(tagger, result, settings: TaggerSettings, column: str, out: Path, sets, seconds: float,
