@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from egnlp.base.files import check_arrays, check_labels
+from egnlp.base.files import check_arrays, check_labels, check_weights
 from egnlp.corpora import Sentence
 from egnlp.features.arc_labels import feature_atoms, label_keys
 from egnlp.features.arc_templates import EncodedCorpus
@@ -165,11 +165,11 @@ class ArcLabeler:
 
         Raises:
             ValueError: labels that are not distinct non-empty strings without whitespace, a missing,
-                unexpected or mistyped array, weights that are not finite, or arrays that do not agree.
+                unexpected or mistyped array, weights that could overflow a score
+                (:func:`~egnlp.base.files.check_weights`), or arrays that do not agree.
         """
         check_labels(labels, "arc labels")
         check_arrays(arrays, LABELER_ARRAYS)
-        if not np.all(np.isfinite(arrays["labeler_weights"])):
-            raise ValueError("labeler weights that are not finite")
+        check_weights(arrays["labeler_weights"], "labeler weights")
         return cls(labels, arrays["labeler_root_ok"], arrays["labeler_other_ok"], arrays["labeler_keys"],
                    arrays["labeler_feat_ptr"], arrays["labeler_feat_label"], arrays["labeler_weights"])

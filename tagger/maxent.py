@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from numba import njit
 
-from egnlp.base.files import check_arrays, check_labels, pack_strings, unpack_strings
+from egnlp.base.files import check_arrays, check_labels, check_weights, pack_strings, unpack_strings
 from egnlp.features.label_pairs import label_scores
 from egnlp.features.predicates import BOS, token_predicates
 
@@ -324,6 +324,7 @@ class MaxentModel:
             raise ValueError(f"maxent model with history predicates {repr(meta.get('history'))[:60]}, "
                              f"expected {[H1, H2]}")
         check_arrays(arrays, ARRAYS)
+        check_weights(arrays["weights"])
         check_labels(meta.get("labels"))
         beam, use_pos, info = meta.get("beam"), meta.get("use_pos"), meta.get("info")
         if type(beam) is not int or not 1 <= beam <= MAX_BEAM:
