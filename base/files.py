@@ -39,7 +39,9 @@ deep), its model kind and format version; the checksum; then every array's
 size, before the array is built. ``numpy.load`` is not used: headers are
 read with :func:`ast.literal_eval` (never pickle) and only plain little-endian
 numeric dtypes are accepted. The loaders then check the arrays they expect
-(:func:`check_arrays`) and their contents.
+(:func:`check_arrays`) and their contents, weights included: finite and at most
+:data:`MAX_WEIGHT` in magnitude, so no score a decoder sums overflows
+(:func:`check_weights`).
 
 The parser, the tagger and the application layer all store their models
 through this module; it imports nothing else of egnlp but its errors.
@@ -85,6 +87,14 @@ ARRAY_DTYPES = frozenset(("|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8"
 # DEL, NEL (U+0085), the line and paragraph separators and lone surrogates. They break a line when
 # written, or cannot be written at all (see :mod:`egnlp.corpora.conll`).
 FORBIDDEN_CHARACTERS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029\ud800-\udfff]")
+# The most weights a decoder adds into one score, with room to spare: a sentence's tree or tag sequence
+# sums at most MAX_WORDS (500) parts, three per word at the third order, of at most a few hundred features
+# each (a long arc's in-between features: one per word between), some 10^6 weights in all; a sentence a
+# Python caller gives a tagger may be longer, yet 2^40 weights would not fit in memory.
+MAX_SCORE_TERMS = 1 << 40
+# The largest weight magnitude a model may hold (about 4.1e295): MAX_SCORE_TERMS such weights sum to at most
+# a quarter of the largest float64, so that every score, and the difference of two, stays finite.
+MAX_WEIGHT = sys.float_info.max / 4 / MAX_SCORE_TERMS
 _MEMBER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\.npy")
 _STALE_SECONDS = 24 * 3600  # without POSIX locks, a temporary file this old is stale
 _MAX_LINKS = 40  # symbolic links followed from an output's name, as Linux follows at most
@@ -702,6 +712,23 @@ def check_labels(labels: Any, what: str = "labels") -> list[str]:
     if len(set(labels)) != len(labels):
         raise ValueError(f"{what} hold a label twice")
     return labels
+
+
+def check_weights(weights: np.ndarray, what: str = "weights") -> None:
+    """Check that every score a decoder adds up from ``weights`` stays finite: each weight is finite and
+    at most :data:`MAX_WEIGHT` in magnitude.
+
+    Raises:
+        ValueError: otherwise, with the first weight out of bounds and its index.
+    """
+    weights = np.asarray(weights)
+    bad = np.flatnonzero(~np.isfinite(weights))
+    if bad.size:
+        raise ValueError(f"{what} that are not finite ({weights.flat[bad[0]]} at {bad[0]})")
+    bad = np.flatnonzero(np.abs(weights) > MAX_WEIGHT)
+    if bad.size:
+        raise ValueError(f"{what} whose sums could overflow: {weights.flat[bad[0]]:.3g} at {bad[0]}, "
+                         f"beyond {MAX_WEIGHT:.2g} in magnitude")
 
 
 def pack_strings(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -29,7 +29,7 @@ from egnlp.features.hashing import KeyTable
 from egnlp.features.siblings import SiblingFeaturizer, SiblingPartFeatures
 from egnlp.parser.eisner_grandparents import grand_argmax
 from egnlp.parser.eisner_siblings import n_sibling_parts, sibling_argmax
-from egnlp.parser.labeler import ArcLabeler, arc_label_keys, predicate_ids
+from egnlp.parser.labeler import ArcLabeler, allowed_labels, arc_label_keys, predicate_ids
 from egnlp.parser.parser_model import Parser, final_punct
 from egnlp.parser.parsing_problem import GrandParsingProblem, ParsingProblem, SiblingParsingProblem
 from egnlp.parser.trees import (AUTO, FINAL_ON_ROOT_SHARE, PROJECTIVE, check_final_on_root, choose_tree,
@@ -444,8 +444,7 @@ def train_labeler(featurizer: ArcFeaturizer, train: Sequence[Sentence], *, sigma
     index = {label: k for k, label in enumerate(names)}
     gold = np.array([index[label] for s in train for label in s.deprels], dtype=np.int64)
     at_root = np.array([h == 0 for s in train for h in s.heads])
-    root_ok = np.bincount(gold[at_root], minlength=len(names)) > 0
-    other_ok = np.bincount(gold[~at_root], minlength=len(names)) > 0
+    root_ok, other_ok = allowed_labels(gold, at_root, len(names))
     problem = MaxentProblem.from_events(ev_ptr, ids, gold, len(names), len(alphabet))
     labeler = ArcLabeler(names, root_ok, other_ok, alphabet.keys, problem.feat_ptr, problem.feat_label,
                          np.zeros(problem.n_features))

@@ -8,7 +8,8 @@ of :mod:`egnlp.features.arc_labels`, looked up in an alphabet of the keys
 seen in training.  Decoding takes, per arc, the best label among those seen
 with the same kind of head in training: a label seen only under the root
 (UD ``root``) is never given to another arc, and a word attached to the root
-gets a label seen there.
+gets a label seen there.  A kind of head no training arc had (every training
+word attached to the root) allows every label (:func:`allowed_labels`).
 
 Why a second stage rather than labeled arc parts: ``docs/labels.md``.
 """
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from egnlp.base.files import check_arrays, check_labels
+from egnlp.base.files import check_arrays, check_labels, check_weights
 from egnlp.corpora import Sentence
 from egnlp.features.arc_labels import feature_atoms, label_keys
 from egnlp.features.arc_templates import EncodedCorpus
@@ -56,6 +57,18 @@ def arc_label_keys(sentences: Sequence[Sentence], encoded: EncodedCorpus, heads_
 def predicate_ids(table: KeyTable, ev_ptr: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The alphabet rows of the keys of every event (keys not in ``table`` dropped): CSR ``(ev_ptr, ids)``."""
     return _lookup(table.table_keys, table.table_vals, ev_ptr, keys)
+
+
+def allowed_labels(gold: np.ndarray, at_root: np.ndarray, n_labels: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(root_ok, other_ok)`` (n_labels,) bool of :class:`ArcLabeler` from the gold label id of every
+    training arc and whether its head is the root (both (arcs,)): the labels seen under the root, and those
+    seen under a word.  A kind of head that no training arc has allows every label: when every training
+    word hangs from the root, a parsed tree may still attach a word to a word, and it gets the best label
+    of all."""
+    root_ok = np.bincount(gold[at_root], minlength=n_labels) > 0
+    other_ok = np.bincount(gold[~at_root], minlength=n_labels) > 0
+    return (root_ok if root_ok.any() else np.ones(n_labels, dtype=np.bool_),
+            other_ok if other_ok.any() else np.ones(n_labels, dtype=np.bool_))
 
 
 # The arrays of a labeler in a model file: name -> (dtype, number of dimensions).
@@ -152,11 +165,11 @@ class ArcLabeler:
 
         Raises:
             ValueError: labels that are not distinct non-empty strings without whitespace, a missing,
-                unexpected or mistyped array, weights that are not finite, or arrays that do not agree.
+                unexpected or mistyped array, weights that could overflow a score
+                (:func:`~egnlp.base.files.check_weights`), or arrays that do not agree.
         """
         check_labels(labels, "arc labels")
         check_arrays(arrays, LABELER_ARRAYS)
-        if not np.all(np.isfinite(arrays["labeler_weights"])):
-            raise ValueError("labeler weights that are not finite")
+        check_weights(arrays["labeler_weights"], "labeler weights")
         return cls(labels, arrays["labeler_root_ok"], arrays["labeler_other_ok"], arrays["labeler_keys"],
                    arrays["labeler_feat_ptr"], arrays["labeler_feat_label"], arrays["labeler_weights"])

@@ -36,7 +36,7 @@ from egnlp.base.errors import InputError
 from egnlp.base.workers import map_blocks
 from egnlp.corpora.sentence import BLANK, CPOS, DEPREL, FEATS, FORM, HEAD, LEMMA, POS, probability_text
 from egnlp.base.nltk_bases import NLTKBase, nltk_base
-from egnlp.base.files import ModelError, check_arrays, check_labels, read_npz, write_npz_atomic
+from egnlp.base.files import ModelError, check_arrays, check_labels, check_weights, read_npz, write_npz_atomic
 from egnlp.features.arc_featurizer import ArcFeaturizer, ArcWeights
 from egnlp.features.arc_templates import TEMPLATES_VERSION, EncodedCorpus
 from egnlp.parser.labeler import ArcLabeler
@@ -478,8 +478,7 @@ class Parser(NLTKBase):
                                  f"this egnlp has {GRAND_TEMPLATES_VERSION!r}; retrain the model")
             check_arrays({k: v for k, v in arrays.items() if not k.startswith("labeler_")},
                          {**ARRAYS, **(SIBLING_ARRAYS if order >= 2 else {}), **(GRAND_ARRAYS if order == 3 else {})})
-            if not np.all(np.isfinite(arrays["weights"])):
-                raise ValueError("weights that are not finite")
+            check_weights(arrays["weights"])
             featurizer = ArcFeaturizer(features["mode"], features["hash_bits"] or 22,
                                        use_lemma=features["use_lemma"], use_feats=features["use_feats"],
                                        tags=features["tags"],

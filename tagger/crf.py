@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from egnlp.base.files import check_arrays, check_labels, pack_strings, unpack_strings
+from egnlp.base.files import check_arrays, check_labels, check_weights, pack_strings, unpack_strings
 from egnlp.features.chain_features import ChainFeatures, ChainFeaturizer, predicates_fingerprint
 from egnlp.tagger.chain_inference import forward_backward, viterbi
 
@@ -100,11 +100,13 @@ class CRFModel:
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], meta: dict) -> "CRFModel":
         """Rebuild a model; raises ValueError / KeyError / TypeError on inconsistent input (labels that are
-        not distinct non-empty strings without whitespace, a missing, unexpected or mistyped array, ...)."""
+        not distinct non-empty strings without whitespace, a missing, unexpected or mistyped array, weights that
+        could overflow a score (:func:`~egnlp.base.files.check_weights`), ...)."""
         if not isinstance(meta["use_pos"], bool) or not isinstance(meta["all_transitions"], bool):
             raise ValueError("use_pos and all_transitions must be true or false")
         check_labels(meta["labels"])
         check_arrays(arrays, ARRAYS)
+        check_weights(arrays["weights"])
         if arrays["trans_pairs"].shape[1] != 2:
             raise ValueError(f"trans_pairs of shape {arrays['trans_pairs'].shape}, expected (n, 2)")
         use_pos = meta["use_pos"]

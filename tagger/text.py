@@ -30,7 +30,8 @@ cut into pieces of at most that many (after a token followed by whitespace
 where the piece has one), since parsing takes memory in the square of the
 length. Text holding a lone surrogate (a ``str`` that is not Unicode text,
 e.g. bytes decoded with ``surrogateescape``) or a control character that a
-CoNLL file cannot hold raises ValueError.
+CoNLL file cannot hold raises ValueError. A byte order mark (U+FEFF) that
+begins the text is in no sentence or token; the offsets stay those of the text.
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ _SENTENCE_STARTERS = {
         também ainda já quando se como segundo para em no na nos nas com""",
 }
 
+_BYTE_ORDER_MARK = "\ufeff"  # a file's encoding signature, when it begins a text
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _PARAGRAPH = re.compile(r"\n[^\S\n]*\n\s*")
 _QUOTE = re.compile(r"\"|``|''")
@@ -204,8 +206,9 @@ def _check(text: str) -> None:
 
 
 def _paragraphs(text: str) -> Iterable[tuple[int, int]]:
-    """(start, end) of the paragraphs of ``text`` (pieces between blank lines)."""
-    begin = 0
+    """(start, end) of the paragraphs of ``text`` (pieces between blank lines); a byte order mark that
+    begins the text (U+FEFF, a file's encoding signature) is in none."""
+    begin = 1 if text.startswith(_BYTE_ORDER_MARK) else 0
     for match in _PARAGRAPH.finditer(text):
         yield begin, match.start()
         begin = match.end()

@@ -6,7 +6,8 @@
 - input formats (CoNLL-U, CoNLL-X, Malt-TAB, CoNLL-2000, plain text) are told from the content, and a
   ``--format`` that the content does not fit is one line naming the file and line;
 - a CoNLL-X file parsed to ``pred.conllu`` evaluates against its gold file;
-- Ctrl-C during training is one line and exit status 130, and ``--save-on-interrupt`` writes a model;
+- Ctrl-C during training, wherever it lands, is one line and exit status 130, and ``--save-on-interrupt``
+  writes a model;
 - ``--quiet`` and ``--json`` keep the outputs clean, and a terminal gets a progress bar;
 - ``egnlp --help`` and ``egnlp data list`` load neither Numba nor SciPy nor NLTK.
 
@@ -477,6 +478,88 @@ def test_ctrl_c_stops_parser_training_with_one_line(files: dict[str, Path]) -> N
     assert one_line_after_passes(after) == "interrupted; no model written (--save-on-interrupt keeps the best pass " \
                                            "so far)"
     assert not out.exists()
+
+
+def stage(line: str) -> str | None:
+    """The stage of 'parser train --passes 1' that a stderr line begins: start (the data read, features and
+    kernels next), pass0 (the arcs' pass next), pass1 (the labeler and the save next), end; else None."""
+    if line.startswith("training on"):
+        return "start"
+    if PASS_LINE.match(line):
+        return f"pass{line.split()[0]}"
+    return "end" if line.startswith("stopped at") else None
+
+
+def sigint_at(args: list[object], trigger: str | None, delay: float, timeout: float = 300.0
+              ) -> tuple[int, list[str], int, dict[str, float]]:
+    """Run ``egnlp ARGS``; ``delay`` seconds after its stderr line of stage ``trigger`` (None: never), send
+    SIGINT. (Exit status, stderr lines, the number of lines before the signal (all of them when the run had
+    ended), the time of each stage's line since the start.)"""
+    process = egnlp(*args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    times: dict[str, float] = {}
+    start = time.monotonic()
+    sent = -1
+    try:
+        while time.monotonic() < start + timeout:
+            ready, _, _ = select.select([process.stderr], [], [], 1.0)
+            if not ready:
+                continue
+            line = process.stderr.readline()
+            if not line:
+                break
+            lines.append(line.rstrip("\n"))
+            if stage(line) is not None:
+                times.setdefault(stage(line), time.monotonic() - start)
+            if trigger is not None and stage(line) == trigger:
+                time.sleep(delay)
+                sent = len(lines) if process.poll() is None else -1
+                process.send_signal(signal.SIGINT)  # nothing when the run has ended
+                break
+        else:
+            pytest.fail("no end in time:\n" + "\n".join(lines))
+        _, rest = process.communicate(timeout=timeout)
+    finally:
+        process.kill()
+        process.wait()
+    lines += rest.splitlines()
+    return process.returncode, lines, len(lines) if sent < 0 else sent, times
+
+
+def test_ctrl_c_anywhere_in_parser_training_is_one_line(files: dict[str, Path]) -> None:
+    """SIGINT at points spread over a real 'parser train' run (features and kernels loading, the arcs'
+    pass, the labeler stage, the save) ends it with exit status 130 and one line, 'interrupted...', or
+    lets it finish (exit status 0, a model that loads); never a traceback, a lost interrupt ("Exception
+    ignored"), a crash, or an interrupted run's model or temporary file. The delays only choose where the
+    signal lands: they are fractions of each stage's time in a run to the end."""
+    folder = files["folder"] / "ctrl-c"
+    folder.mkdir()
+    args: list[object] = ["parser", "train", "--train", files["es-train"], "--passes", 1]
+    for k in range(2):  # the first run may compile the kernels; the second's line times place the signals
+        status, lines, _, times = sigint_at([*args, "--out", folder / "whole.npz"], None, 0.0)
+        assert status == 0 and list(times) == ["start", "pass0", "pass1", "end"], "\n".join(lines)
+    stages = ["start", "pass0", "pass1", "end"]
+    # more points early in the start stage, where the kernels load (a lost interrupt: 3 in 60 runs before)
+    fractions = {"start": (0.0, 0.04, 0.08, 0.12, 0.16, 0.2, 0.5, 0.8), "pass0": (0.0, 0.5),
+                 "pass1": (0.0, 0.3, 0.6, 0.9)}
+    outcomes = []
+    for trigger, after in zip(stages, stages[1:]):
+        for fraction in fractions[trigger]:
+            out = folder / f"m-{trigger}-{fraction}.npz"
+            delay = fraction * (times[after] - times[trigger])
+            status, lines, sent, _ = sigint_at([*args, "--out", out], trigger, delay)
+            text = "\n".join(lines)
+            assert "Traceback" not in text and "Exception ignored" not in text, text
+            late = [line for line in lines[sent:]  # the lines after the signal, but progress lines
+                    if not (PASS_LINE.match(line) or line.startswith(("trainer ", "pass ")))]
+            if status == 0:  # the run ended before the signal landed
+                assert lines[-1].startswith("stopped at") and Parser.load(out).labeler is not None, text
+            else:
+                assert status == 130 and len(late) == 1 and late[0].startswith("interrupted"), text
+                assert not out.exists(), text
+            assert not [p.name for p in folder.iterdir() if p.name.endswith(".tmp")], text
+            outcomes.append(status)
+    assert outcomes.count(130) >= len(outcomes) // 2, outcomes  # most signals landed while the run ran
 
 
 @pytest.mark.parametrize("kind", ["parser", "tagger"])

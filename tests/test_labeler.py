@@ -7,6 +7,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from egnlp.parser_training import train_labeler, train_parser
 from egnlp.corpora import load_dataset, parse_conll
@@ -115,3 +117,63 @@ def test_a_labeled_parser_round_trips_through_its_model_file(es_small, tmp_path)
     unlabeled, unlabeled_result = train_parser(train[:150], max_passes=2, labels=False)
     assert unlabeled_result.state  # kept for a warm start when no labeler is trained
     assert unlabeled.labeler is None and all(set(s.deprels) == {"_"} for s in unlabeled.parse(dev[:5]))
+
+
+def _corpus(trees_and_labels) -> list:
+    """Sentences of (heads, deprels) pairs: words w1, w2, ... tagged N, V, N, ..."""
+    text = "".join("".join(f"{i}\tw{i}\tw{i}\t{'NV'[i % 2]}\t{'NV'[i % 2]}\t_\t{h}\t{rel}\t_\t_\n"
+                           for i, (h, rel) in enumerate(zip(heads, rels), start=1)) + "\n"
+                   for heads, rels in trees_and_labels)
+    return parse_conll(text)
+
+
+def test_a_corpus_whose_words_all_hang_from_the_root_trains_and_parses(tmp_path):
+    """Every training word attached to the root (so no label was ever seen under a word): the labeler
+    allows every label under a word, and the parser trains, parses and survives its file."""
+    from cli_helpers import assert_ok, run
+    from egnlp.corpora import write_conll
+
+    train = _corpus([([0, 0, 0], ["root", "root", "root"]), ([0, 0], ["root", "x"])])
+    parser, _ = train_parser(train, max_passes=1, jobs=1)
+    assert parser.labeler.root_ok.all() and parser.labeler.other_ok.all()
+    other = _corpus([([0, 1, 1], ["_", "_", "_"])])  # a word under a word, as a parse may give
+    assert set(parser.labeler.label(other, parser.featurizer.encode(other), [[0, 1, 1]])[0]) <= {"root", "x"}
+    path = tmp_path / "train.conll"
+    write_conll(path, train)
+    assert_ok(run("parser", "train", "--train", path, "--passes", 1, "-o", tmp_path / "m.npz", "-q"))
+    result = run("parser", "parse", tmp_path / "m.npz", path, "-q")
+    assert_ok(result)
+    assert {line.split("\t")[7] for line in result.stdout.splitlines() if line} <= {"root", "x"}
+
+
+@st.composite
+def labeled_trees(draw: st.DrawFn) -> list:
+    """1-3 random trees of 1-5 words labeled from a label set for root arcs and one for other arcs: one
+    label in all, labels only at the root, only under words, shared or not."""
+    names = ["root", "dep", "obj", "punct"]
+    at_root = draw(st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True))
+    under_word = draw(st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True))
+    out = []
+    for _ in range(draw(st.integers(1, 3))):
+        n = draw(st.integers(1, 5))
+        order = draw(st.permutations(range(1, n + 1)))
+        heads = [0] * n
+        for rank, token in enumerate(order):
+            heads[token - 1] = draw(st.sampled_from([0, *order[:rank]]))
+        out.append((heads, [draw(st.sampled_from(at_root if h == 0 else under_word)) for h in heads]))
+    return out
+
+
+@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@given(labeled_trees())
+def test_any_valid_labeling_trains_a_parser_that_labels_every_arc(trees_and_labels):
+    """Degenerate label sets (one label, a label only at the root, no arc under a word) train; each parsed
+    arc gets a label seen under its kind of head (root or word) when training saw that kind, else any
+    training label."""
+    train = _corpus(trees_and_labels)
+    parser, _ = train_parser(train, max_passes=1, jobs=1)
+    seen_root = {rel for heads, rels in trees_and_labels for h, rel in zip(heads, rels) if h == 0}
+    seen_word = {rel for heads, rels in trees_and_labels for h, rel in zip(heads, rels) if h != 0}
+    for sentence in parser.parse(train):
+        for head, rel in zip(sentence.heads, sentence.deprels):
+            assert rel in (seen_root if head == 0 else seen_word or seen_root | seen_word)

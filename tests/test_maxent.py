@@ -15,7 +15,7 @@ import pytest
 from nltk.corpus import conll2000
 
 from egnlp.features.predicates import token_predicates
-from egnlp.tagger.maxent import BOS, MaxentModel, history_predicates, training_events
+from egnlp.tagger.maxent import BOS, MaxentModel, history_predicates, history_table, training_events
 from egnlp.tagger_training import train_maxent_tagger
 from egnlp.training.coordinate_descent import CDConfig, fit_cd
 from egnlp.training.iterative_scaling import GISConfig, SCGISConfig
@@ -362,6 +362,74 @@ def test_round_trip_through_npz(pos_model, pos_test):
         MaxentModel.from_arrays({**arrays, "weights": arrays["weights"][:-1]}, meta)
     with pytest.raises(ValueError, match="missing"):
         MaxentModel.from_arrays({k: v for k, v in arrays.items() if k != "feat_ptr"}, meta)
+
+
+def test_history_table_has_the_predicate_of_every_pair_of_tags():
+    """The history table's sorted pairs and its dense table (while small) give, for every (y[-2], y[-1])
+    pair of tags, the id of the predicate ``y[-2]|y[-1]=b|a`` (-1 for none), as a lookup of its string
+    does; labels may hold ``|`` (a predicate string then names several pairs) or be ``<s>``."""
+    labels = ["A", "A|B", "B|C", "C", "<s>", "D"]
+    tags = labels + [BOS]
+    rng = np.random.default_rng(0)
+    names = ["bias", *(history_predicates(tags[b], tags[a])[k] for b, a in rng.integers(len(tags), size=(30, 2))
+                       for k in (0, 1))]
+    predicates = list(dict.fromkeys(names))
+    hist1, dense, keys, ids = history_table(predicates, labels)
+    assert dense.size == len(tags) ** 2 and np.array_equal(history_table(predicates, labels, 0)[1], [])
+    index = {p: k for k, p in enumerate(predicates)}
+    Y = len(labels)
+    for a, prev1 in enumerate(tags):
+        assert hist1[a] == index.get(history_predicates(BOS, prev1)[0], -1)
+        for b, prev2 in enumerate(tags):
+            k = np.searchsorted(keys, b * (Y + 1) + a)
+            found = ids[k] if k < keys.size and keys[k] == b * (Y + 1) + a else -1
+            assert found == dense[b * (Y + 1) + a] == index.get(history_predicates(prev2, prev1)[1], -1)
+
+
+def _with_labels(model: MaxentModel, n_labels: int) -> MaxentModel:
+    """``model`` with new labels up to ``n_labels`` in all: each new label has the feature (bias, label) of
+    weight -100 (it never wins) and both history predicates of the previous label followed by it."""
+    labels = model.labels + [f"X{k}" for k in range(n_labels - len(model.labels))]
+    predicates = list(model.predicates)
+    counts = np.diff(model.feat_ptr)
+    triples = list(zip(np.repeat(np.arange(len(predicates)), counts).tolist(), model.feat_label.tolist(),
+                       model.weights.tolist()))
+    bias = predicates.index("bias")
+    for k in range(len(model.labels), n_labels):
+        triples.append((bias, k, -100.0))
+        for name in history_predicates(labels[k - 1], labels[k]):
+            predicates.append(name)
+            triples.append((len(predicates) - 1, k, 1.0))
+    triples.sort()
+    pred, label, weight = (np.array(column) for column in zip(*triples))
+    ptr = np.zeros(len(predicates) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(pred, minlength=len(predicates)), out=ptr[1:])
+    return MaxentModel(labels, predicates, ptr, label, weight, beam=model.beam)
+
+
+def test_many_labels_load_and_tag_in_memory_linear_in_the_labels(pos_model, pos_test, tmp_path):
+    """A model of 5,000 labels loads and tags without a labels x labels table: the memory Python allocates
+    (tracemalloc's peak) stays within a few times the model's own arrays, and the tags are the model's."""
+    import tracemalloc
+
+    from egnlp.tagger import Tagger
+
+    model, _ = pos_model
+    toks = pos_test[0][:5]
+    big = _with_labels(model, 5000)
+    path = tmp_path / "many.npz"
+    Tagger(big, "pos").save(path)
+    tracemalloc.start()
+    try:
+        loaded = Tagger.load(path)
+        tags = loaded.predict(toks)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    arrays = sum(a.nbytes for a in big.to_arrays()[0].values())
+    static = sum(map(len, toks)) * len(big.labels) * 8  # the label scores of every token
+    assert peak < 8 * arrays + 4 * static + (8 << 20), (peak, arrays, static)
+    assert tags == model.predict(toks)
 
 
 def test_chunking_uses_pos_inputs():

@@ -210,6 +210,30 @@ def test_portuguese_text_gives_valid_conllu_with_the_original_characters(pt: dic
     assert exact.read_text(encoding="utf-8") == to_conllu(python)
 
 
+def test_a_byte_order_mark_is_not_a_character_of_the_text(pt: dict[str, Path], folder: Path) -> None:
+    """A UTF-8 byte order mark before the text (from a file or stdin, to parse-text or tagger tag, or at the
+    start of a str given to the Python API) is in no FORM, no '# text' and no token."""
+    text = "Ele chegou. Saiu cedo."
+    source = folder / "bom.txt"
+    source.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    plain = run("parse-text", pt["tagger"], pt["parser"], "-", "-l", "pt", "-q", input=text)
+    assert_ok(plain)
+    for args, stdin in (((source,), None), (("-",), source.read_bytes())):
+        parsed = run("parse-text", pt["tagger"], pt["parser"], *args, "-l", "pt", "-q", input=stdin)
+        assert_ok(parsed)
+        assert parsed.stdout == plain.stdout and "\ufeff" not in parsed.stdout
+        assert _texts(parsed.stdout) == ["Ele chegou.", "Saiu cedo."]
+        tagged = run("tagger", "tag", pt["tagger"], *args, "-l", "pt", "-q", input=stdin)
+        assert_ok(tagged)
+        assert tagged.stdout.splitlines()[0].split()[0].startswith("Ele/") and "\ufeff" not in tagged.stdout
+    tagger = Tagger.load(pt["tagger"])
+    assert [w for w, _ in tagger.tag("\ufeff" + text, language="pt")][:2] == ["Ele", "chegou"]
+    first = segment("\ufeff" + text, "pt")[0]
+    assert (first.start, first.text, first.tokens[0].form, first.tokens[0].start) == (1, "Ele chegou.", "Ele", 1)
+    python = parse_text("\ufeff" + text, tagger, Parser.load(pt["parser"]), language="pt")
+    assert to_conllu(python) == plain.stdout
+
+
 def test_tag_columns_follow_the_parser(pt: dict[str, Path], nl: dict[str, Path], en: dict[str, Path],
                                        folder: Path) -> None:
     upos, xpos, both = Tagger.load(nl["upos"]), Tagger.load(nl["xpos"]), Parser.load(nl["parser"])

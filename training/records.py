@@ -10,6 +10,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from egnlp.base.interrupts import interrupt, interrupt_when_safe
+
 
 @dataclass(frozen=True)
 class PassRecord:
@@ -87,7 +89,7 @@ class Recorder:
             if getattr(cb, "stop", False):
                 self.stopped = True
         if _INTERRUPT[0]:  # Ctrl-C during the pass (see interrupts_between_passes): stop here, the pass kept
-            raise KeyboardInterrupt
+            interrupt()
         return rec
 
     stopped = False  # a callback asked to stop (its ``stop`` attribute turned true after a pass)
@@ -182,7 +184,8 @@ _INTERRUPT = [False]
 @contextmanager
 def interrupts_between_passes() -> Iterator[None]:
     """Within the block, a first Ctrl-C (SIGINT) stops training at the end of the current pass (the
-    recorder raises KeyboardInterrupt once the pass is recorded) and a second one at once.
+    recorder raises KeyboardInterrupt once the pass is recorded) and a second one at once, or as soon as
+    the code running leaves Numba's (:func:`~egnlp.base.interrupts.interrupt_when_safe`).
 
     A KeyboardInterrupt raised at an arbitrary point can land inside Numba's loading of a cached kernel or
     a kernel's call, which turns it into a ``SystemError`` traceback instead of the clean stop; between
@@ -195,18 +198,18 @@ def interrupts_between_passes() -> Iterator[None]:
 
     def handler(signum: int, frame: Any) -> None:
         if _INTERRUPT[0]:
-            raise KeyboardInterrupt
+            interrupt_when_safe(frame)
         _INTERRUPT[0] = True
 
+    _INTERRUPT[0] = False  # before the handler: a Ctrl-C that comes at once is kept
     previous = signal.signal(signal.SIGINT, handler)
-    _INTERRUPT[0] = False
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
         pending, _INTERRUPT[0] = _INTERRUPT[0], False
     if pending:  # Ctrl-C after the last pass was recorded: raised here, outside any kernel
-        raise KeyboardInterrupt
+        interrupt()
 
 
 def fit_or_best(fit: Callable[..., TrainResult], problem: Any, *, callbacks: tuple[Callback, ...] = (),

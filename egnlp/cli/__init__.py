@@ -22,6 +22,7 @@ docs``; a test keeps it current).
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import typer
@@ -68,12 +69,16 @@ def _main(version: bool = typer.Option(False, "--version", callback=_show_versio
 
 def main() -> None:
     """The ``egnlp`` program: the commands, then the end of the process."""
+    from egnlp.base.interrupts import safe_interrupts
     from egnlp.startup import own_process, show_notes
 
     own_process()  # see egnlp.startup
     show_notes()
     try:
-        app()
+        # Ctrl-C never lands inside Numba's code (see egnlp.base.interrupts); once the command has ended, it
+        # is ignored while the process exits (else it would end with SIGINT and no status of its own)
+        with safe_interrupts(then=signal.SIG_IGN):
+            app()
     except KeyboardInterrupt:  # Ctrl-C outside a command (the commands end it themselves): one line, no traceback
         typer.echo("interrupted", err=True)
         sys.exit(130)

@@ -190,10 +190,26 @@ class Group(TyperGroup):
             typer.echo("interrupted", err=True)
             raise typer.Exit(INTERRUPTED) from None
         except SystemError as error:  # Ctrl-C inside a Numba kernel's call: the interrupt, not a bug
-            if not isinstance(error.__cause__ or error.__context__, KeyboardInterrupt):
+            if not from_interrupt(error):
                 raise
             typer.echo("interrupted", err=True)
             raise typer.Exit(INTERRUPTED) from None
+
+
+def from_interrupt(error: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is among the causes and contexts of ``error``, at any depth: Python
+    turns a Ctrl-C inside a C function's call into ``SystemError: ... returned a result with an exception
+    set``, whose cause is the KeyboardInterrupt, or another SystemError when calls were nested."""
+    seen: set[int] = set()
+    todo = [error]
+    while todo:
+        error = todo.pop()
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        if id(error) not in seen:
+            seen.add(id(error))
+            todo.extend(e for e in (error.__cause__, error.__context__) if e is not None)
+    return False
 
 
 def usage_message(error: click_exceptions.UsageError) -> str:
