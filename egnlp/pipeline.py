@@ -28,20 +28,24 @@ parser's labels (``_`` for an unlabelled parser).
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import unicodedata
-from typing import Sequence
+from typing import Any, Sequence
+
+import numpy as np
 
 from egnlp.base.errors import InputError, ModelError
+from egnlp.base.files import read_npz, write_npz_atomic
 from egnlp.corpora import Sentence, format_conll
 from egnlp.corpora.sentence import BLANK, FORM
 from egnlp.parser.parser_model import Parser
 from egnlp.corpora.tagging import slash_text
 from egnlp.tagger.tagger_model import Tagger
-from egnlp.tagger.text import TextSentence, language_name, segment, vocabulary_abbreviations
+from egnlp.tagger.text import TextSentence, language_name, segment, segment_lines, vocabulary_abbreviations
 
-__all__ = ["COLUMN_NAMES", "Pipeline", "parse_text", "parser_columns", "slash_text", "tag_text", "text_sentences",
-           "to_conllu", "tokens_sentence"]
+__all__ = ["COLUMN_NAMES", "INPUTS", "Pipeline", "parse_text", "parser_columns", "slash_text", "tag_text",
+           "text_sentences", "to_conllu", "tokens_sentence"]
 
 _SPACE = re.compile(r"\s+")
 _LINE_BREAK = re.compile(r"[^\S ]")  # whitespace other than a space, written as a space in '# text'
@@ -49,6 +53,12 @@ _LINE_BREAK = re.compile(r"[^\S ]")  # whitespace other than a space, written as
 COLUMN_NAMES = {"upos": "UPOS", "pos": "XPOS"}
 # The tagger columns a parser's features read, by its ``tags`` setting.
 PARSER_COLUMNS = {"upos": ("upos",), "xpos": ("pos",), "both": ("upos", "pos")}
+# How a pipeline reads its input (UDPipe's input formats): raw text split into sentences and tokens; one
+# sentence a line; one sentence a line with its tokens between spaces; CoNLL-U, whose words are kept.
+INPUTS = ("text", "lines", "tokens", "conllu")
+PIPELINE_KIND = "egnlp-pipeline"
+PIPELINE_VERSION = 1
+_STAGE_MARK = "__"  # between a stage's name and its array's name in a pipeline file
 _SPACE_ESCAPES = {" ": "\\s", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
@@ -123,19 +133,30 @@ def tag_text(text: str, taggers: "Tagger | Sequence[Tagger]", *, comments: bool 
     """Split and tokenise ``text`` and tag it with POS taggers (one per column: UPOS and/or XPOS), each
     filling its own column: one CoNLL-U Sentence (no heads) per sentence (see the module docstring)."""
     by_column = _taggers_by_column(taggers)
-    return _tagged(text, by_column, comments, language)[0]
+    return _tagged(_segmented(text, "text", language, by_column), by_column, comments)[0]
 
 
-def _tagged(text: str, by_column: dict[str, Tagger], comments: bool, language: str, jobs: int | None = 1):
+def _segmented(text: str, mode: str, language: str, by_column: dict[str, Tagger]) -> list[TextSentence]:
+    """The sentences and tokens of ``text`` read as ``mode`` (``text``, ``lines`` or ``tokens``: see
+    :data:`INPUTS`), in Unicode NFC (UD's FORM and text), knowing the abbreviations of the taggers'
+    training vocabularies."""
+    text = unicodedata.normalize("NFC", text)
+    vocabularies = [set(t.vocabulary) if t.vocabulary is not None else None for t in by_column.values()]
+    abbreviations = sorted(set().union(*(vocabulary_abbreviations(v) for v in vocabularies)))
+    if mode == "text":
+        return segment(text, language, abbreviations)
+    # a line is a sentence: the line break after its last token is no part of the text
+    return [dataclasses.replace(s, tokens=(*s.tokens[:-1], dataclasses.replace(s.tokens[-1], space_after=" ")))
+            for s in segment_lines(text, language, abbreviations, tokenized=mode == "tokens")]
+
+
+def _tagged(pieces: Sequence[TextSentence], by_column: dict[str, Tagger], comments: bool, jobs: int | None = 1):
     """(tagged Sentences with original forms, the same with the forms the models see)."""
-    vocabularies = {column: (set(t.vocabulary) if t.vocabulary is not None else None)
-                    for column, t in by_column.items()}
-    abbreviations = set().union(*(vocabulary_abbreviations(v) for v in vocabularies.values()))
-    pieces = segment(unicodedata.normalize("NFC", text), language, sorted(abbreviations))  # UD's FORM and text
     tags = {}
     model_forms = None
     for column, tagger in by_column.items():
-        forms = [_feature_forms(s, vocabularies[column]) for s in pieces]
+        vocabulary = set(tagger.vocabulary) if tagger.vocabulary is not None else None
+        forms = [_feature_forms(s, vocabulary) for s in pieces]
         tags[column] = tagger.predict(forms, jobs=jobs)
         if model_forms is None or column == "pos":
             model_forms = forms  # the parser sees the forms of its fine-tag tagger
@@ -160,6 +181,29 @@ def _with_forms(sentence: Sentence, forms: Sequence[str]) -> Sentence:
     return dataclasses.replace(sentence, rows=rows)
 
 
+def _stage_parts(stages: dict[str, tuple[dict[str, np.ndarray], dict[str, Any]]], meta: dict[str, Any]
+                 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """One model file's arrays and metadata holding each stage's (arrays, metadata): the arrays named
+    ``STAGE__NAME`` (a model file's array names are identifiers), the metadata under ``stages``."""
+    arrays = {f"{stage}{_STAGE_MARK}{name}": array for stage, (parts, _) in stages.items() for name, array in parts.items()}
+    return arrays, {**meta, "stages": {stage: stage_meta for stage, (_, stage_meta) in stages.items()}}
+
+
+def _stages_of(arrays: dict[str, np.ndarray], meta: dict[str, Any], path: str
+               ) -> dict[str, tuple[dict[str, np.ndarray], dict[str, Any]]]:
+    """The inverse of :func:`_stage_parts` (ModelError for arrays of no stage, or metadata not an object)."""
+    stages = meta.get("stages")
+    if not isinstance(stages, dict) or not all(isinstance(m, dict) for m in stages.values()):
+        raise ModelError(f"{path}: inconsistent model file (no stages in its metadata)")
+    out: dict[str, tuple[dict[str, np.ndarray], dict[str, Any]]] = {stage: ({}, m) for stage, m in stages.items()}
+    for name, array in arrays.items():
+        stage, _, inner = name.partition(_STAGE_MARK)
+        if stage not in out or not inner:
+            raise ModelError(f"{path}: inconsistent model file (array {name[:40]!r} of no stage)")
+        out[stage][0][inner] = array
+    return out
+
+
 class Pipeline:
     """Raw text to dependency trees: sentences and tokens (:mod:`egnlp.tagger.text`), the POS taggers (one
     for each tag column the parser reads, :func:`parser_columns`), the parser.
@@ -167,9 +211,11 @@ class Pipeline:
         from egnlp import Parser, Pipeline, Tagger
         pipeline = Pipeline([Tagger.load("pt-upos.npz")], Parser.load("pt.npz"), language="pt")
         print(pipeline.conllu("O Sr. Silva chegou às 9h30. Saiu."))
+        pipeline.save("pt.model")                       # one file: egnlp pipeline run pt.model text.txt
+        Pipeline.load("pt.model").conllu("Saiu.")
 
     ``language`` picks Punkt's model and abbreviations (a Punkt language name or code, e.g. ``portuguese``
-    or ``pt``).
+    or ``pt``). ``info`` is what the pipeline's training records (``egnlp model info`` shows it).
 
     Raises:
         InputError, ModelError: a tagger that is not a POS tagger (a chunker, say); a tag column the parser
@@ -177,13 +223,15 @@ class Pipeline:
         ValueError: an unknown language.
     """
 
-    def __init__(self, taggers: "Tagger | Sequence[Tagger]", parser: Parser, *, language: str = "english") -> None:
+    def __init__(self, taggers: "Tagger | Sequence[Tagger]", parser: Parser, *, language: str = "english",
+                 info: dict[str, Any] | None = None) -> None:
         if not isinstance(parser, Parser):
             raise InputError(f"parser must be an egnlp Parser, not {type(parser).__name__}")
         language_name(language)
         self.taggers = _taggers_by_column(taggers)
         self.parser = parser
         self.language = language
+        self.info = dict(info or {})
         needed = parser_columns(parser)
         reads = " and ".join(COLUMN_NAMES[c] for c in needed)
         setting = f"trained with --pos {parser.featurizer.tags}"
@@ -198,24 +246,78 @@ class Pipeline:
                 raise InputError(f"the parser reads {reads} tags only ({setting}); a tagger that predicts "
                                  f"{COLUMN_NAMES[column]} is not used: leave it out")
 
-    def parse(self, text: str, *, comments: bool = True, jobs: int | None = 1) -> list[Sentence]:
+    def parse(self, text: str, *, input: str = "text", comments: bool = True, jobs: int | None = 1
+              ) -> list[Sentence]:
         """One CoNLL-U Sentence per sentence of ``text`` with the predicted tags, heads and labels, with
         ``# sent_id`` / ``# text`` comments unless ``comments`` is False (see the module docstring); text
-        without tokens gives []. ``jobs`` processes (None: every core) tag and parse blocks of sentences;
-        the result is the same for any number.
+        without tokens gives []. ``input`` says how to read ``text`` (:data:`INPUTS`); with ``conllu``
+        the words, comments and multiword tokens are kept (and ``comments`` has no effect). ``jobs``
+        processes (None: every core) tag and parse blocks of sentences; the result is the same for any
+        number.
 
         Raises:
-            ValueError: text with a lone surrogate or a control character.
+            ValueError: an unknown ``input``; text with a lone surrogate or a control character.
+            CorpusError: ``conllu`` input that is not CoNLL-U.
         """
-        shown, seen = _tagged(text, self.taggers, comments, self.language, jobs)
+        if input not in INPUTS:
+            raise ValueError(f"input must be one of {', '.join(INPUTS)}, not {input!r}")
+        if input == "conllu":
+            from egnlp.corpora import parse_corpus
+            return self.parse_sentences(parse_corpus(text, "<text>", "conll", require_heads=False)[1], jobs=jobs)
+        shown, seen = _tagged(_segmented(text, input, self.language, self.taggers), self.taggers, comments, jobs)
         if not shown:
             return []
         parsed = self.parser.parse_corpus(seen, jobs=jobs)
         return [_with_forms(tree, original.forms) for tree, original in zip(parsed, shown)]
 
-    def conllu(self, text: str, *, jobs: int | None = 1) -> str:
+    def parse_sentences(self, sentences: Sequence[Sentence], *, jobs: int | None = 1) -> list[Sentence]:
+        """Tag and parse sentences whose words are given (a CoNLL-U file's): the taggers' columns and HEAD,
+        DEPREL are predicted, DEPS cleared; FORM, LEMMA, FEATS, MISC, comments and multiword-token lines
+        are kept."""
+        sentences = list(sentences)
+        if not sentences:
+            return []
+        tags = {column: tagger.predict([s.forms for s in sentences], jobs=jobs)
+                for column, tagger in self.taggers.items()}
+        tagged = [s.with_tags(pos=tags["pos"][k] if "pos" in tags else None,
+                              upos=tags["upos"][k] if "upos" in tags else None) for k, s in enumerate(sentences)]
+        return self.parser.parse_corpus(tagged, jobs=jobs)
+
+    def conllu(self, text: str, *, input: str = "text", jobs: int | None = 1) -> str:
         """The CoNLL-U text of :meth:`parse`."""
-        return to_conllu(self.parse(text, jobs=jobs))
+        return to_conllu(self.parse(text, input=input, jobs=jobs))
+
+    # -- files ---------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the whole pipeline (taggers, parser, language, info) as one model file, atomically."""
+        stages = {column: tagger.file_parts() for column, tagger in self.taggers.items()}
+        stages["parser"] = self.parser.file_parts()
+        meta = {"kind": PIPELINE_KIND, "format_version": PIPELINE_VERSION, "language": self.language,
+                "info": self.info}
+        write_npz_atomic(path, *_stage_parts(stages, meta))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, prune: bool = True) -> "Pipeline":
+        """Read a pipeline file written by :meth:`save` (``prune``: as :meth:`Parser.load`).
+
+        Raises:
+            ModelError: any file that is not a pipeline model of this format, or whose contents do not agree.
+        """
+        arrays, meta = read_npz(path, PIPELINE_KIND, PIPELINE_VERSION)
+        path = str(path)
+        stages = _stages_of(arrays, meta, path)
+        language, info = meta.get("language"), meta.get("info")
+        if "parser" not in stages or not set(stages) - {"parser"} <= set(COLUMN_NAMES):
+            raise ModelError(f"{path}: inconsistent model file (stages {', '.join(sorted(stages))[:60]})")
+        if not isinstance(language, str) or not isinstance(info, dict):
+            raise ModelError(f"{path}: inconsistent model file (no language or info)")
+        parser = Parser.from_file_parts(*stages.pop("parser"), path, prune=prune)
+        taggers = [Tagger.from_file_parts(*parts, path) for parts in stages.values()]
+        try:
+            return cls(taggers, parser, language=language, info=info)
+        except (InputError, ValueError) as exc:
+            raise ModelError(f"{path}: inconsistent model file ({exc})") from None
 
 
 def parse_text(text: str, taggers: "Tagger | Sequence[Tagger]", parser: Parser, *, comments: bool = True,

@@ -287,11 +287,35 @@ def segment(text: str, language: str = "english", abbreviations: Iterable[str] =
     name = language_name(language)
     _check(text)
     known = splitter._params.abbrev_types
-    runs = []
-    for s_start, s_end in _sentence_spans(text, splitter):
-        spans = _tokens(text, s_start, s_end, name, known)
-        if spans:
-            runs.extend(_pieces(spans))
+    return _sentences(text, [_tokens(text, start, end, name, known) for start, end in _sentence_spans(text, splitter)])
+
+
+def segment_lines(text: str, language: str = "english", abbreviations: Iterable[str] = (), *,
+                  tokenized: bool = False) -> list[TextSentence]:
+    """:func:`segment` of text that holds one sentence per line (UDPipe's ``--input horizontal`` without
+    ``tokenized``); with ``tokenized``, the tokens are the line's pieces between whitespace. Empty lines
+    give no sentence.
+
+    Raises:
+        ValueError: as :func:`segment`.
+    """
+    name = language_name(language)
+    _check(text)
+    known = set() if tokenized else sentence_splitter(language, abbreviations)._params.abbrev_types
+    spans = []
+    for line in re.finditer(r"[^\n]+", text):
+        start, end = line.span()
+        if tokenized:
+            spans.append([(m.start(), m.end(), m.group()) for m in _NONSPACE.finditer(text, start, end)])
+        else:
+            spans.append(_tokens(text, start, end, name, known))
+    return _sentences(text, spans)
+
+
+def _sentences(text: str, sentence_spans: list[list[tuple[int, int, str]]]) -> list[TextSentence]:
+    """The TextSentences of each sentence's (start, end, Treebank form) token spans in ``text`` (long
+    sentences cut into pieces, sentences without tokens dropped)."""
+    runs = [run for spans in sentence_spans if spans for run in _pieces(spans)]
     # The whitespace after each token reaches to the next token, across sentences.
     flat = [span for run in runs for span in run]
     following = [text[flat[k][1]:flat[k + 1][0]] for k in range(len(flat) - 1)]

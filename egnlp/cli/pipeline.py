@@ -1,4 +1,5 @@
-"""``egnlp parse-text``: raw text to dependency trees, CoNLL-U out."""
+"""``egnlp pipeline train / run`` (one model file from a treebank; raw text or CoNLL-U to trees) and
+``egnlp parse-text`` (the same from a tagger and a parser file)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,78 @@ from typing import Annotated, Optional
 
 import typer
 
-from egnlp.cli.common import EncodingOption, JobsOption, PruneOption, QuietOption, TextOut, model_file, note, \
-    report_rate, write_output
+from egnlp.cli.common import DevOption, EncodingOption, JobsOption, JsonOption, ModelOut, PruneOption, QuietOption, \
+    TextOut, counted, model_file, new_app, note, print_json, report_rate, write_output
+from egnlp.cli.progress import StageProgress
 from egnlp.cli.tagger import LanguageOption
-from egnlp.startup import start_up
+from egnlp.startup import kernels_note, start_up
+
+pipeline_app = new_app("Train and run a whole pipeline (raw text to UD trees) kept in one model file.")
+
+
+class InputMode(str, Enum):
+    """What 'pipeline run' reads (egnlp.pipeline.INPUTS)."""
+
+    text = "text"
+    lines = "lines"
+    tokens = "tokens"
+    conllu = "conllu"
+
+
+@pipeline_app.command("train")
+def pipeline_train(train: Annotated[str, typer.Argument(metavar="TRAIN", help="CoNLL-U treebank (- for stdin): the "
+                                                        "tag columns it fills decide the taggers.")],
+                   out: ModelOut, dev: DevOption = None, language: LanguageOption = "english",
+                   encoding: EncodingOption = "utf-8", quiet: QuietOption = False, as_json: JsonOption = False
+                   ) -> None:
+    """Train the taggers the parser reads (UPOS, XPOS) and the parser, each with its command's defaults, and
+    write them as one model file for 'egnlp pipeline run'."""
+    from egnlp.inputs import training_sets
+    from egnlp.pipeline_training import train_pipeline
+    from egnlp.tagger.text import language_name
+
+    model_file(out)
+    language_name(language)
+    kernels_note()
+    sets = training_sets(None, train, dev, trees=True, encoding=encoding)
+    note(f"training a pipeline on {counted(len(sets.train), 'sentence')}"
+         + (f", dev {len(sets.dev)}" if sets.dev else ""), quiet)
+    with StageProgress(quiet) as on_stage:
+        pipeline = train_pipeline(sets.train, sets.dev, language=language, data=str(train), on_stage=on_stage)
+        pipeline.save(out)
+    cpu = pipeline.info["train_cpu_seconds"]
+    if as_json:
+        print_json({"out": str(out), **pipeline.info})
+    note(f"trained {', '.join(pipeline.info['columns'])} taggers and a parser in {sum(cpu.values()):.1f} CPU s; "
+         f"wrote {out}", quiet)
+
+
+@pipeline_app.command("run")
+def pipeline_run(model: Annotated[Path, typer.Argument(metavar="MODEL", help="Model file written by 'egnlp pipeline "
+                                                       "train'.")],
+                 input: Annotated[str, typer.Argument(metavar="INPUT", help="Input file, or - for stdin.")] = "-",
+                 out: TextOut = "-",
+                 mode: Annotated[InputMode, typer.Option("--input", help="text: raw text; lines: a sentence a "
+                                                         "line; tokens: a sentence a line, tokens between spaces; "
+                                                         "conllu: CoNLL-U whose words are kept, tagged and parsed "
+                                                         "again.")] = InputMode.text,
+                 jobs: JobsOption = None, prune: PruneOption = True, encoding: EncodingOption = "utf-8",
+                 quiet: QuietOption = False) -> None:
+    """Raw text (or CoNLL-U) to dependency trees with a trained pipeline; CoNLL-U out."""
+    with start_up():  # the imports and the model, out of the garbage collector's way
+        from egnlp.inputs import read_raw_text
+        from egnlp.pipeline import Pipeline, to_conllu
+
+        pipeline = Pipeline.load(model_file(model, "MODEL"), prune=prune)
+    text, not_nfc = read_raw_text(input, encoding, any_content=mode != InputMode.text,
+                                  command="egnlp pipeline run", other="'--input conllu'")
+    if not_nfc and mode != InputMode.conllu:
+        note("note: the input was normalised to Unicode NFC (composed characters), as UD requires", quiet)
+    start = time.perf_counter()
+    trees = pipeline.parse(text, input=mode.value, jobs=jobs)
+    seconds = time.perf_counter() - start
+    write_output(to_conllu(trees), out)
+    report_rate("parsed", trees, seconds, out, quiet)
 
 
 class TextFormat(str, Enum):
