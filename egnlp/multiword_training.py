@@ -12,8 +12,9 @@ The table, the rules and the classifier's events come from
 descent (Huang et al. 2010, Algorithm 3; objective sum_i -log P(y_i | x_i) +
 C/2 ||w||^2). With ``tune`` (the default), the rule thresholds and C are
 chosen on the last tenth of the training sentences, held out from a model
-trained on the rest (word F1 of the expansion, ties to the earlier grid
-entry), and the final model is trained on every sentence.
+trained on the rest (word F1 of the expansion; among equal scores the
+entry nearest the given settings), and the final model is trained on every
+sentence.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import numpy as np
 
 from egnlp.base.errors import InputError, SettingsError
 from egnlp.corpora import Sentence
-from egnlp.tagger.multiword import (AffixRules, FormClassifier, MultiwordExpander, SurfaceToken,
+from egnlp.tagger.multiword import (AffixRules, FormClassifier, HyphenRules, MultiwordExpander, SurfaceToken,
                                     classifier_events, expansion_counts, expansion_scores, surface_tokens)
 from egnlp.training.configs import CDConfig
 from egnlp.training.coordinate_descent import fit_cd
@@ -121,7 +122,9 @@ def fit_expander(token_lists: Sequence[Sequence[SurfaceToken]], settings: Multiw
     info = {"classifier": record, "ambiguous_forms": len(ambiguous)}
     known = {w.lower() for tokens in token_lists for t in tokens for w in t.words}
     return MultiwordExpander(outcomes, table, classifier, AffixRules.learn("suffix", counts),
-                             AffixRules.learn("prefix", counts, known), min_support=settings.min_support,
+                             AffixRules.learn("prefix", counts, known),
+                             HyphenRules.learn(expansion_counts(token_lists, lower=False), known),
+                             min_support=settings.min_support,
                              min_precision=settings.min_precision, info=info)
 
 
@@ -158,7 +161,8 @@ def _fit_classifier(token_lists, ambiguous: dict[str, list[str]], outcome_id: di
 def tune(train: Sequence[Sequence[SurfaceToken]], held_out: Sequence[Sequence[SurfaceToken]],
          settings: MultiwordSettings) -> dict:
     """The word F1 on ``held_out`` of the expanders trained on ``train`` over :data:`C_GRID` x
-    :data:`SUPPORT_GRID` x :data:`PRECISION_GRID`, and the best (the first of the highest F1)."""
+    :data:`SUPPORT_GRID` x :data:`PRECISION_GRID`, and the best: the highest F1, among equals the
+    entry nearest ``settings`` (a held-out tenth holds few unseen forms, so ties are common)."""
     forms = [[t.form for t in tokens] for tokens in held_out]
     rows = []
     for C in C_GRID:
@@ -167,7 +171,11 @@ def tune(train: Sequence[Sequence[SurfaceToken]], held_out: Sequence[Sequence[Su
             expander.min_support, expander.min_precision = support, precision
             scores = expansion_scores(held_out, [expander.expand(f) for f in forms])
             rows.append({"C": C, "min_support": support, "min_precision": precision, "f1": scores["f1"]})
-    best = max(rows, key=lambda row: row["f1"])  # max keeps the first of equal scores
+    def distance(row: dict) -> int:  # how many of the three differ from the given settings
+        return (row["C"] != settings.C) + (row["min_support"] != settings.min_support) \
+            + (row["min_precision"] != settings.min_precision)
+
+    best = max(rows, key=lambda row: (row["f1"], -distance(row)))  # then the first of equals
     return {"held_out_sentences": len(held_out), "grid": rows, "best": best}
 
 

@@ -22,7 +22,11 @@ tokens of new text, deciding each token in turn:
    estas``). A rule is keyed by the affix and counted over the training
    forms (types) that carry the affix; the longest affix seen on at least
    ``min_support`` forms decides, and splits when at least
-   ``min_precision`` of those forms split this way;
+   ``min_precision`` of those forms split this way. A prefix rule splits
+   only where its last word is a training word (``dela`` -> ``de ela``,
+   not ``nouveau`` -> ``em ouveau``). A hyphenated form that no affix rule
+   splits may split at its last hyphen (:class:`HyphenRules`, keyed by the
+   shape of the part after it: ``-lhe`` is ``xxx`` like ``-los``, ``-nos``);
 4. otherwise the token stays one word.
 
 The table and the classifier store lower-cased words; :func:`restore_case`
@@ -40,8 +44,8 @@ expander that keeps every token whole.
 Model file (:func:`egnlp.base.files.write_npz_atomic`, kind
 :data:`MODEL_KIND`, version :data:`FORMAT_VERSION`): outcome strings (words
 joined by TAB, the empty string for "keep"), the table, the classifier's
-forms, candidates and (predicate, candidate) weights, and both rule tables,
-all as numeric arrays; thresholds and training information in the JSON
+forms, candidates and (predicate, candidate) weights, the three rule tables
+and the training words the prefix rules check, all as numeric arrays; thresholds and training information in the JSON
 metadata.
 """
 
@@ -66,9 +70,9 @@ KEEP = 0  # the outcome id of "one word, the token itself"
 SEPARATOR = "\t"  # between the words of an outcome string (a CoNLL-U field holds no TAB)
 SIDES = ("suffix", "prefix")
 
-__all__ = ["AffixRules", "FORMAT_VERSION", "FormClassifier", "KEEP", "MODEL_KIND", "MultiwordExpander",
-           "SurfaceToken", "classifier_events", "expansion_counts", "expansion_scores", "restore_case",
-           "surface_tokens"]
+__all__ = ["AffixRules", "FORMAT_VERSION", "FormClassifier", "HyphenRules", "KEEP", "MODEL_KIND", "MultiwordExpander",
+           "SurfaceToken", "classifier_events", "expansion_counts", "expansion_scores", "hyphen_shape",
+           "restore_case", "surface_tokens"]
 
 
 # --------------------------------------------------------------------------- tokens of a CoNLL-U sentence
@@ -108,13 +112,14 @@ def surface_tokens(sentence: Sentence) -> list[SurfaceToken]:
     return out
 
 
-def expansion_counts(token_lists: Iterable[Sequence[SurfaceToken]]) -> dict[str, Counter]:
-    """For each lower-cased surface form, how often each outcome was seen: the lower-cased words joined
-    by :data:`SEPARATOR`, or ``""`` where the token is one word (kept whole)."""
+def expansion_counts(token_lists: Iterable[Sequence[SurfaceToken]], *, lower: bool = True) -> dict[str, Counter]:
+    """For each lower-cased surface form (each form as it is, without ``lower``), how often each outcome
+    was seen: the lower-cased words joined by :data:`SEPARATOR`, or ``""`` where the token is one word
+    (kept whole)."""
     counts: dict[str, Counter] = defaultdict(Counter)
     for tokens in token_lists:
         for token in tokens:
-            low = token.form.lower()
+            low = token.form.lower() if lower else token.form
             outcome = "" if len(token.words) == 1 else SEPARATOR.join(w.lower() for w in token.words)
             counts[low][outcome] += 1
     return dict(counts)
@@ -343,6 +348,84 @@ def _common_prefix(a: str, b: str) -> int:
     return n
 
 
+def hyphen_shape(form: str) -> str | None:
+    """The shape of what follows the hyphen of ``form``, one class per character: ``x`` lower-case,
+    ``X`` capital, ``d`` digit, anything else itself (``disse-lhe`` -> ``xxx``, ``Guiné-Bissau`` ->
+    ``Xxxxxx``, ``CD-ROM`` -> ``XXX``); None unless ``form`` has one hyphen with characters either side."""
+    head, dash, tail = form.partition("-")
+    if not dash or not head or not tail or "-" in tail:
+        return None
+    return "".join("x" if ch.islower() else "X" if ch.isupper() else "d" if ch.isdigit() else ch for ch in tail)
+
+
+@dataclass(frozen=True)
+class HyphenRules:
+    """The back-off for hyphenated forms no affix rule decides: split at the hyphen into the part before
+    and the part after (``proporcionar-lhe`` -> ``proporcionar lhe`` although no training form ends in
+    ``-lhe``), keyed by the shape of the part after (:func:`hyphen_shape`).
+
+    Only forms with one hyphen whose part after it is a ``known`` word (lower-cased) count and split:
+    ``know-how`` stays whole. ``hits[r]``: the training forms (types, exact case, weighted by the
+    share of their occurrences split so) of shape ``keys[r]`` that split at the hyphen; ``support[r]``:
+    the training forms of that shape. A form splits when its shape has at least ``min_support`` forms,
+    a share ``min_precision`` of which split.
+    """
+
+    keys: list[str]
+    hits: np.ndarray  # (R,) float64
+    support: np.ndarray  # (R,) float64
+    known: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        n = len(self.keys)
+        if self.hits.shape != (n,) or self.support.shape != (n,) or len(set(self.keys)) != n:
+            raise ValueError(f"{n} hyphen shapes (distinct ones) with {self.hits.shape} hits and "
+                             f"{self.support.shape} support")
+        if n and (np.any(self.hits < 0) or np.any(self.hits > self.support)):
+            raise ValueError("hyphen rule hits must lie between 0 and the rule's support")
+        object.__setattr__(self, "_index", {key: r for r, key in enumerate(self.keys)})
+
+    @classmethod
+    def learn(cls, counts: Mapping[str, Counter], known: Iterable[str]) -> "HyphenRules":
+        """The shapes of the hyphenated forms of ``counts`` (:func:`expansion_counts` without ``lower``)
+        that split at the hyphen at least once, counted over the hyphenated forms whose part after the
+        hyphen is ``known``."""
+        known = frozenset(known)
+        hits: Counter = Counter()
+        support: Counter = Counter()
+        for form, outcomes in counts.items():
+            shape = hyphen_shape(form)
+            head, _, tail = form.lower().partition("-")
+            if shape is None or tail not in known:
+                continue
+            support[shape] += 1
+            hits[shape] += outcomes.get(head + SEPARATOR + tail, 0) / sum(outcomes.values())
+        keys = sorted(shape for shape in hits if hits[shape] > 0)
+        support_array = np.array([float(support[k]) for k in keys], dtype=np.float64)
+        return cls(keys, np.minimum(np.array([hits[k] for k in keys], dtype=np.float64), support_array),
+                   support_array, known)
+
+    def decide(self, form: str, min_support: float, min_precision: float) -> tuple[str, str] | None:
+        """The two words of ``form`` split at its hyphen, or None (see the class docstring)."""
+        r = self._index.get(hyphen_shape(form))  # type: ignore[attr-defined]
+        if r is None or self.support[r] < min_support or self.hits[r] < min_precision * self.support[r]:
+            return None
+        head, _, tail = form.partition("-")
+        return (head, tail) if tail.lower() in self.known else None
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays of the rules in a model file (``hyphen_key_bytes``, ...; the known words are the
+        model's ``known_*`` arrays)."""
+        key_bytes, key_offsets = pack_strings(self.keys)
+        return {"hyphen_key_bytes": key_bytes, "hyphen_key_offsets": key_offsets, "hyphen_hits": self.hits,
+                "hyphen_support": self.support}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], known: Iterable[str]) -> "HyphenRules":
+        return cls(unpack_strings(arrays["hyphen_key_bytes"], arrays["hyphen_key_offsets"]), arrays["hyphen_hits"],
+                   arrays["hyphen_support"], frozenset(known))
+
+
 # --------------------------------------------------------------------------- the classifier
 
 
@@ -463,12 +546,13 @@ class FormClassifier:
 
 
 _STRINGS = ("outcome", "table_form", "known", "amb_form", "pred", "suffix_key", "suffix_rewrite", "prefix_key",
-            "prefix_rewrite")
+            "prefix_rewrite", "hyphen_key")
 # The arrays of a model file: name -> (dtype, number of dimensions).
 ARRAYS = {**{f"{name}_bytes": ("|u1", 1) for name in _STRINGS}, **{f"{name}_offsets": ("<i8", 1) for name in _STRINGS},
           "table_outcome": ("<i8", 1), "cand_ptr": ("<i8", 1), "cand_outcome": ("<i8", 1), "feat_ptr": ("<i8", 1),
           "feat_label": ("<i8", 1), "weights": ("<f8", 1), "suffix_hits": ("<f8", 1), "suffix_support": ("<f8", 1),
-          "prefix_hits": ("<f8", 1), "prefix_support": ("<f8", 1)}
+          "prefix_hits": ("<f8", 1), "prefix_support": ("<f8", 1), "hyphen_hits": ("<f8", 1),
+          "hyphen_support": ("<f8", 1)}
 
 
 class MultiwordExpander:
@@ -482,7 +566,8 @@ class MultiwordExpander:
     """
 
     def __init__(self, outcomes: Sequence[str], table: Mapping[str, int], classifier: FormClassifier,
-                 suffix_rules: AffixRules, prefix_rules: AffixRules, *, min_support: float = 2.0,
+                 suffix_rules: AffixRules, prefix_rules: AffixRules, hyphen_rules: HyphenRules | None = None, *,
+                 min_support: float = 2.0,
                  min_precision: float = 0.9, info: dict[str, Any] | None = None):
         self.outcomes = list(outcomes)
         if not self.outcomes or self.outcomes[KEEP] != "" or len(set(self.outcomes)) != len(self.outcomes):
@@ -500,6 +585,7 @@ class MultiwordExpander:
         self.classifier = classifier
         self.suffix_rules = suffix_rules
         self.prefix_rules = prefix_rules
+        self.hyphen_rules = hyphen_rules if hyphen_rules is not None else HyphenRules([], np.zeros(0), np.zeros(0))
         self.min_support = float(min_support)
         self.min_precision = float(min_precision)
         self.info = dict(info or {})
@@ -508,7 +594,8 @@ class MultiwordExpander:
     @property
     def splits_anything(self) -> bool:
         """Whether any token can be split: False for a model trained without multiword tokens."""
-        return len(self.outcomes) > 1 or bool(self.suffix_rules.keys) or bool(self.prefix_rules.keys)
+        return len(self.outcomes) > 1 or any(rules.keys for rules in (self.suffix_rules, self.prefix_rules,
+                                                                      self.hyphen_rules))
 
     # -- expanding
 
@@ -535,7 +622,9 @@ class MultiwordExpander:
             decided = rules.decide(form, self.min_support, self.min_precision)
             if decided is not None and (best is None or decided[:2] > best[:2]):
                 best = decided
-        return best[2] if best is not None else (form,)
+        if best is not None:
+            return best[2]
+        return self.hyphen_rules.decide(form, self.min_support, self.min_precision) or (form,)
 
     def words_and_ranges(self, tokens: Sequence[str]) -> tuple[list[str], list[tuple[int, int, int]]]:
         """(the words of the sentence, one ``(token index, first word, last word)`` per split token, word
@@ -592,13 +681,17 @@ class MultiwordExpander:
         """Write the model file (see the module docstring), atomically."""
         forms = list(self.table)
         known = self.prefix_rules.known
-        known_bytes, known_offsets = pack_strings(sorted(known) if known is not None else [])
+        if known is not None and self.hyphen_rules.keys and self.hyphen_rules.known != known:
+            raise ValueError("the prefix and hyphen rules of a model file check the same known words")
+        words = known if known is not None else self.hyphen_rules.known
+        known_bytes, known_offsets = pack_strings(sorted(words))
         outcome_bytes, outcome_offsets = pack_strings(self.outcomes)
         form_bytes, form_offsets = pack_strings(forms)
         arrays = {"outcome_bytes": outcome_bytes, "outcome_offsets": outcome_offsets, "table_form_bytes": form_bytes,
                   "table_form_offsets": form_offsets, "known_bytes": known_bytes, "known_offsets": known_offsets,
                   "table_outcome": np.array([self.table[f] for f in forms], dtype=np.int64),
-                  **self.classifier.to_arrays(), **self.suffix_rules.to_arrays(), **self.prefix_rules.to_arrays()}
+                  **self.classifier.to_arrays(), **self.suffix_rules.to_arrays(), **self.prefix_rules.to_arrays(),
+                  **self.hyphen_rules.to_arrays()}
         meta = {"kind": MODEL_KIND, "format_version": FORMAT_VERSION, "templates": TEMPLATE_VERSION,
                 "min_support": self.min_support, "min_precision": self.min_precision,
                 "prefix_known": known is not None, "info": self.info}
@@ -622,7 +715,8 @@ class MultiwordExpander:
             if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (min_support, min_precision)) \
                     or not isinstance(info, dict) or not isinstance(prefix_known, bool):
                 raise ValueError("thresholds must be numbers, prefix_known true or false and info a JSON object")
-            known = unpack_strings(arrays["known_bytes"], arrays["known_offsets"]) if prefix_known else None
+            words = unpack_strings(arrays["known_bytes"], arrays["known_offsets"])
+            known = words if prefix_known else None
             outcomes = unpack_strings(arrays["outcome_bytes"], arrays["outcome_offsets"])
             forms = unpack_strings(arrays["table_form_bytes"], arrays["table_form_offsets"])
             ids = arrays["table_outcome"].tolist()
@@ -630,6 +724,7 @@ class MultiwordExpander:
                 raise ValueError(f"{len(forms)} table forms (distinct: {len(set(forms))}) for {len(ids)} outcomes")
             return cls(outcomes, dict(zip(forms, ids)), FormClassifier.from_arrays(arrays),
                        AffixRules.from_arrays("suffix", arrays), AffixRules.from_arrays("prefix", arrays, known),
+                       HyphenRules.from_arrays(arrays, words),
                        min_support=min_support, min_precision=min_precision, info=info)
         except KeyError as exc:
             raise ModelError(f"{path}: inconsistent model file (no {exc.args[0]!r} in its metadata)") from None

@@ -133,11 +133,22 @@ def test_suffix_rules_split_unseen_clitic_forms() -> None:
         ("Costa-Rica",), ("quarta-feira",)]
 
 
+def test_hyphen_rules_split_clitics_never_seen_after_a_hyphen() -> None:
+    clitics = [[(f"{verb}-{clitic}", verb, clitic), "tudo", "."]
+               for verb, clitic in (("fez", "nos"), ("viu", "los"), ("deu", "las"), ("tem", "nos"))]
+    compounds = [["Um", "bem-estar", "e", "um", "porta-voz", "."], ["A", "Guiné-Bissau", "."]]
+    expander = train_text(conllu(*clitics, *compounds, ["Ele", "lhe", "disse", "um", "dia", "."]))
+    assert "xxx" in expander.hyphen_rules.keys
+    assert expander.expand(["pediu-lhe", "know-how", "dia-a-dia", "Costa-Rica", "ex-ministro"]) == [
+        ("pediu", "lhe"), ("know-how",), ("dia-a-dia",), ("Costa-Rica",), ("ex-ministro",)]
+
+
 def test_rules_of_the_treebank(pt: MultiwordExpander) -> None:
-    unseen = ["Passaram-se", "mobilizar-se", "convencê-los", "Nestas", "daqueles", "dela", "nouveau"]
+    unseen = ["Passaram-se", "mobilizar-se", "convencê-los", "Nestas", "daqueles", "dela", "nouveau",
+              "custaram-lhe"]
     assert not any(form.lower() in pt.table or form.lower() in pt.classifier for form in unseen)
     assert pt.expand(unseen) == [("Passaram", "se"), ("mobilizar", "se"), ("convencê", "los"), ("Em", "estas"),
-                                 ("de", "aqueles"), ("de", "ela"), ("nouveau",)]
+                                 ("de", "aqueles"), ("de", "ela"), ("nouveau",), ("custaram", "lhe")]
 
 
 def test_expansion_scores_on_the_dev_file(pt: MultiwordExpander, pt_dev) -> None:
