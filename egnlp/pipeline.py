@@ -38,9 +38,10 @@ import numpy as np
 from egnlp.base.errors import InputError, ModelError
 from egnlp.base.files import read_npz, write_npz_atomic
 from egnlp.corpora import Sentence, format_conll
-from egnlp.corpora.sentence import BLANK, FORM
+from egnlp.corpora.sentence import BLANK, CPOS, FORM, POS
 from egnlp.parser.parser_model import Parser
 from egnlp.corpora.tagging import slash_text
+from egnlp.tagger.multiword import MultiwordExpander
 from egnlp.tagger.tagger_model import Tagger
 from egnlp.tagger.text import TextSentence, language_name, segment, segment_lines, vocabulary_abbreviations
 
@@ -110,13 +111,13 @@ def _taggers_by_column(taggers: "Tagger | Sequence[Tagger]") -> dict[str, Tagger
     return out
 
 
-def _feature_forms(sentence: TextSentence, vocabulary: set[str] | None) -> list[str]:
-    """The forms a tagger sees: the Treebank form of a token whose characters the tagger never saw in
-    training while it saw the Treebank form (``` `` ``` for ``"`` in PTB data); else the characters."""
+def _feature_forms(words: Sequence[tuple[str, str]], vocabulary: set[str] | None) -> list[str]:
+    """The forms a tagger sees of (form, Treebank form) words: the Treebank form of a word whose characters
+    the tagger never saw in training while it saw the Treebank form (``` `` ``` for ``"`` in PTB data);
+    else the characters."""
     if vocabulary is None:
-        return [t.norm for t in sentence.tokens]
-    return [t.norm if t.norm != t.form and t.form not in vocabulary and t.norm in vocabulary else t.form
-            for t in sentence.tokens]
+        return [norm for _, norm in words]
+    return [norm if norm != form and form not in vocabulary and norm in vocabulary else form for form, norm in words]
 
 
 def _misc(space_after: str | None) -> str:
@@ -150,29 +151,36 @@ def _segmented(text: str, mode: str, language: str, by_column: dict[str, Tagger]
             for s in segment_lines(text, language, abbreviations, tokenized=mode == "tokens")]
 
 
-def _tagged(pieces: Sequence[TextSentence], by_column: dict[str, Tagger], comments: bool, jobs: int | None = 1):
-    """(tagged Sentences with original forms, the same with the forms the models see)."""
-    tags = {}
+def _tagged(pieces: Sequence[TextSentence], by_column: dict[str, Tagger], comments: bool, jobs: int | None = 1,
+            multiword: MultiwordExpander | None = None):
+    """(tagged Sentences with original forms, the same with the forms the models see): the tokens of each
+    piece, split into words by ``multiword`` (if given), tagged by each tagger."""
+    untagged, words = [], []
+    for k, piece in enumerate(pieces):
+        lines = (f"# sent_id = {k + 1}", f"# text = {_LINE_BREAK.sub(' ', piece.text)}") if comments else ()
+        miscs = [_misc(token.space_after) for token in piece.tokens]
+        if multiword is not None:
+            sentence = multiword.sentence([token.form for token in piece.tokens], miscs, lines)
+            if len(sentence) > len(piece.tokens):  # the models see split words as they are
+                untagged.append(sentence)
+                words.append([(form, form) for form in sentence.forms])
+                continue
+        untagged.append(Sentence(tuple((str(i + 1), token.form, *(BLANK,) * 7, misc)
+                                       for i, (token, misc) in enumerate(zip(piece.tokens, miscs))),
+                                 tuple((0, line) for line in lines)))
+        words.append([(token.form, token.norm) for token in piece.tokens])
     model_forms = None
+    tagged = untagged
     for column, tagger in by_column.items():
         vocabulary = set(tagger.vocabulary) if tagger.vocabulary is not None else None
-        forms = [_feature_forms(s, vocabulary) for s in pieces]
-        tags[column] = tagger.predict(forms, jobs=jobs)
+        forms = [_feature_forms(w, vocabulary) for w in words]
+        tags = tagger.predict(forms, jobs=jobs)
+        index = CPOS if column == "upos" else POS
+        tagged = [dataclasses.replace(s, rows=tuple(row[:index] + (tag,) + row[index + 1:]
+                                                    for row, tag in zip(s.rows, t))) for s, t in zip(tagged, tags)]
         if model_forms is None or column == "pos":
             model_forms = forms  # the parser sees the forms of its fine-tag tagger
-    shown, seen = [], []
-    for k, piece in enumerate(pieces):
-        rows = []
-        for i, token in enumerate(piece.tokens):
-            upos = tags["upos"][k][i] if "upos" in tags else BLANK
-            xpos = tags["pos"][k][i] if "pos" in tags else BLANK
-            rows.append((str(i + 1), token.form, BLANK, upos, xpos, BLANK, BLANK, BLANK, BLANK,
-                         _misc(token.space_after)))
-        lines = (f"# sent_id = {k + 1}", f"# text = {_LINE_BREAK.sub(' ', piece.text)}") if comments else ()
-        sentence = Sentence(tuple(rows), tuple((0, line) for line in lines))
-        shown.append(sentence)
-        seen.append(_with_forms(sentence, model_forms[k]))
-    return shown, seen
+    return tagged, [_with_forms(s, f) for s, f in zip(tagged, model_forms or [s.forms for s in tagged])]
 
 
 def _with_forms(sentence: Sentence, forms: Sequence[str]) -> Sentence:
@@ -185,7 +193,8 @@ def _stage_parts(stages: dict[str, tuple[dict[str, np.ndarray], dict[str, Any]]]
                  ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """One model file's arrays and metadata holding each stage's (arrays, metadata): the arrays named
     ``STAGE__NAME`` (a model file's array names are identifiers), the metadata under ``stages``."""
-    arrays = {f"{stage}{_STAGE_MARK}{name}": array for stage, (parts, _) in stages.items() for name, array in parts.items()}
+    arrays = {f"{stage}{_STAGE_MARK}{name}": array
+              for stage, (parts, _) in stages.items() for name, array in parts.items()}
     return arrays, {**meta, "stages": {stage: stage_meta for stage, (_, stage_meta) in stages.items()}}
 
 
@@ -215,7 +224,8 @@ class Pipeline:
         Pipeline.load("pt.model").conllu("Saiu.")
 
     ``language`` picks Punkt's model and abbreviations (a Punkt language name or code, e.g. ``portuguese``
-    or ``pt``). ``info`` is what the pipeline's training records (``egnlp model info`` shows it).
+    or ``pt``). ``multiword`` splits tokens into syntactic words (``do`` = ``de o``, written as a CoNLL-U
+    range) before tagging. ``info`` is what the pipeline's training records (``egnlp model info`` shows it).
 
     Raises:
         InputError, ModelError: a tagger that is not a POS tagger (a chunker, say); a tag column the parser
@@ -224,12 +234,15 @@ class Pipeline:
     """
 
     def __init__(self, taggers: "Tagger | Sequence[Tagger]", parser: Parser, *, language: str = "english",
-                 info: dict[str, Any] | None = None) -> None:
+                 multiword: MultiwordExpander | None = None, info: dict[str, Any] | None = None) -> None:
         if not isinstance(parser, Parser):
             raise InputError(f"parser must be an egnlp Parser, not {type(parser).__name__}")
+        if multiword is not None and not isinstance(multiword, MultiwordExpander):
+            raise InputError(f"multiword must be an egnlp MultiwordExpander, not {type(multiword).__name__}")
         language_name(language)
         self.taggers = _taggers_by_column(taggers)
         self.parser = parser
+        self.multiword = multiword
         self.language = language
         self.info = dict(info or {})
         needed = parser_columns(parser)
@@ -264,7 +277,8 @@ class Pipeline:
         if input == "conllu":
             from egnlp.corpora import parse_corpus
             return self.parse_sentences(parse_corpus(text, "<text>", "conll", require_heads=False)[1], jobs=jobs)
-        shown, seen = _tagged(_segmented(text, input, self.language, self.taggers), self.taggers, comments, jobs)
+        shown, seen = _tagged(_segmented(text, input, self.language, self.taggers), self.taggers, comments, jobs,
+                              self.multiword)
         if not shown:
             return []
         parsed = self.parser.parse_corpus(seen, jobs=jobs)
@@ -291,7 +305,8 @@ class Pipeline:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the whole pipeline (taggers, parser, language, info) as one model file, atomically."""
-        stages = {column: tagger.file_parts() for column, tagger in self.taggers.items()}
+        stages = {"multiword": self.multiword.file_parts()} if self.multiword is not None else {}
+        stages.update((column, tagger.file_parts()) for column, tagger in self.taggers.items())
         stages["parser"] = self.parser.file_parts()
         meta = {"kind": PIPELINE_KIND, "format_version": PIPELINE_VERSION, "language": self.language,
                 "info": self.info}
@@ -308,14 +323,15 @@ class Pipeline:
         path = str(path)
         stages = _stages_of(arrays, meta, path)
         language, info = meta.get("language"), meta.get("info")
-        if "parser" not in stages or not set(stages) - {"parser"} <= set(COLUMN_NAMES):
+        if "parser" not in stages or not set(stages) - {"parser", "multiword"} <= set(COLUMN_NAMES):
             raise ModelError(f"{path}: inconsistent model file (stages {', '.join(sorted(stages))[:60]})")
         if not isinstance(language, str) or not isinstance(info, dict):
             raise ModelError(f"{path}: inconsistent model file (no language or info)")
         parser = Parser.from_file_parts(*stages.pop("parser"), path, prune=prune)
+        multiword = MultiwordExpander.from_file_parts(*stages.pop("multiword"), path) if "multiword" in stages else None
         taggers = [Tagger.from_file_parts(*parts, path) for parts in stages.values()]
         try:
-            return cls(taggers, parser, language=language, info=info)
+            return cls(taggers, parser, language=language, multiword=multiword, info=info)
         except (InputError, ValueError) as exc:
             raise ModelError(f"{path}: inconsistent model file ({exc})") from None
 

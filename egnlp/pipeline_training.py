@@ -5,7 +5,9 @@
     pipeline = train_pipeline(read_conll("pt_bosque-ud-test.conllu"), language="pt")
     pipeline.save("pt.model")
 
-The treebank's filled tag columns decide the stages: a UPOS tagger when
+A treebank with multiword tokens (``1-2`` ranges) gets an expander of tokens
+into words first (:mod:`egnlp.multiword_training`). The treebank's filled tag
+columns decide the other stages: a UPOS tagger when
 every word has a UPOS, an XPOS tagger when every word has an XPOS that is
 not a copy of its UPOS, and a parser whose features read exactly those
 columns (``--pos upos``, ``xpos`` or ``both``). The parser trains on the
@@ -26,6 +28,7 @@ from typing import Any
 from egnlp.base.errors import InputError
 from egnlp.corpora import Sentence
 from egnlp.corpora.sentence import BLANK, FEATS, LEMMA
+from egnlp.multiword_training import train_multiword
 from egnlp.parser_training import train_parser
 from egnlp.pipeline import COLUMN_NAMES, Pipeline
 from egnlp.settings import ParserSettings, TaggerSettings
@@ -71,11 +74,12 @@ def _cpu() -> float:
 def train_pipeline(train: Sequence[Sentence], dev: Sequence[Sentence] | None = None, *,
                    language: str = "english", parser_settings: ParserSettings | None = None,
                    tagger_settings: TaggerSettings | None = None, data: str | None = None,
-                   on_stage: Callable[[str, str], Sequence[Callback]] | None = None) -> Pipeline:
+                   on_stage: Callable[..., Sequence[Callback]] | None = None) -> Pipeline:
     """Train the taggers and the parser of a :class:`~egnlp.pipeline.Pipeline` on ``train`` (sentences with
     heads and tags; see the module docstring), scoring ``dev`` (if given) after every pass of each stage.
 
-    ``on_stage(name, description)`` is called as each stage starts (``upos``, ``pos``, ``parser``) and
+    ``on_stage(name, description)`` is called as each stage starts (``multiword``, ``upos``, ``pos``,
+    ``parser``) and
     returns the callbacks of its trainer (progress, say). ``language`` is the text's language (Punkt's
     abbreviations). The pipeline's ``info`` records each stage's training seconds and the columns.
 
@@ -89,10 +93,18 @@ def train_pipeline(train: Sequence[Sentence], dev: Sequence[Sentence] | None = N
     columns = pipeline_columns(train)
     tagger_settings = TaggerSettings.build(tagger_settings)
     parser_settings = ParserSettings.build(parser_settings, tags=_PARSER_TAGS[columns])
-    stages = len(columns) + 1
+    ranges = any(_is_range(line) for s in train for _, line in s.aside)
+    stages = len(columns) + 1 + ranges
     seconds: dict[str, float] = {}
+    multiword = None
+    if ranges:
+        if on_stage:
+            on_stage("multiword", f"[1/{stages}] multiword tokens", False)
+        start = _cpu()
+        multiword = train_multiword(train, data=data)
+        seconds["multiword"] = _cpu() - start
     taggers = []
-    for k, column in enumerate(columns, start=1):
+    for k, column in enumerate(columns, start=1 + ranges):
         callbacks = on_stage(column, f"[{k}/{stages}] {COLUMN_NAMES[column]} tagger") if on_stage else ()
         start = _cpu()
         tokens, labels, _ = tagged_columns(train, column, "training")
@@ -109,4 +121,10 @@ def train_pipeline(train: Sequence[Sentence], dev: Sequence[Sentence] | None = N
     info: dict[str, Any] = {"data": data, "columns": [COLUMN_NAMES[c] for c in columns],
                             "sentences": len(train), "train_cpu_seconds": seconds,
                             "tokenizer": "NLTK Punkt and word tokenizer"}
-    return Pipeline(taggers, parser, language=language, info=info)
+    return Pipeline(taggers, parser, language=language, multiword=multiword, info=info)
+
+
+def _is_range(line: str) -> bool:
+    """Whether a line kept aside is a multiword token's (``1-2``)."""
+    first = line.split("\t", 1)[0]
+    return "-" in first and first.replace("-", "").isdigit()

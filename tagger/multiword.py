@@ -679,6 +679,10 @@ class MultiwordExpander:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the model file (see the module docstring), atomically."""
+        write_npz_atomic(path, *self.file_parts())
+
+    def file_parts(self) -> tuple[dict[str, np.ndarray], dict]:
+        """The arrays and metadata of the model file :meth:`save` writes (:meth:`from_file_parts` reads them)."""
         forms = list(self.table)
         known = self.prefix_rules.known
         if known is not None and self.hyphen_rules.keys and self.hyphen_rules.known != known:
@@ -695,7 +699,7 @@ class MultiwordExpander:
         meta = {"kind": MODEL_KIND, "format_version": FORMAT_VERSION, "templates": TEMPLATE_VERSION,
                 "min_support": self.min_support, "min_precision": self.min_precision,
                 "prefix_known": known is not None, "info": self.info}
-        write_npz_atomic(path, arrays, meta)
+        return arrays, meta
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "MultiwordExpander":
@@ -704,7 +708,16 @@ class MultiwordExpander:
         Raises:
             ModelError: a file that is not a multiword model of this format, or whose contents do not agree.
         """
-        arrays, meta = read_npz(path, MODEL_KIND, FORMAT_VERSION)
+        return cls.from_file_parts(*read_npz(path, MODEL_KIND, FORMAT_VERSION), path)
+
+    @classmethod
+    def from_file_parts(cls, arrays: dict[str, np.ndarray], meta: dict, path: str | os.PathLike[str]
+                        ) -> "MultiwordExpander":
+        """The expander of :meth:`file_parts`' arrays and metadata read from ``path`` (named in errors).
+
+        Raises:
+            ModelError: contents that do not agree.
+        """
         if meta.get("templates") != TEMPLATE_VERSION:
             raise ModelError(f"{path}: multiword predicates of version {repr(meta.get('templates'))[:40]}, this "
                              f"egnlp has version {TEMPLATE_VERSION}; retrain the model")

@@ -301,14 +301,16 @@ def segment_lines(text: str, language: str = "english", abbreviations: Iterable[
     """
     name = language_name(language)
     _check(text)
-    known = set() if tokenized else sentence_splitter(language, abbreviations)._params.abbrev_types
+    splitter = None if tokenized else sentence_splitter(language, abbreviations)
     spans = []
     for line in re.finditer(r"[^\n]+", text):
         start, end = line.span()
-        if tokenized:
+        if splitter is None:
             spans.append([(m.start(), m.end(), m.group()) for m in _NONSPACE.finditer(text, start, end)])
-        else:
-            spans.append(_tokens(text, start, end, name, known))
+        else:  # the word tokenizer splits a sentence's final stop only: a line's sentences one at a time
+            spans.append([span for s_start, s_end in splitter.span_tokenize(text[start:end])
+                          for span in _tokens(text, start + s_start, start + s_end, name,
+                                              splitter._params.abbrev_types)])
     return _sentences(text, spans)
 
 

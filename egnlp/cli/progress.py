@@ -101,7 +101,7 @@ class TrainingProgress:
 
 class StageProgress:
     """The stages of a pipeline's training on stderr, one after the other: a context manager whose value is
-    called as each stage starts (``on_stage(name, description)``), closes the last stage's
+    called as each stage starts (``on_stage(name, description, passes=True)``), closes the last stage's
     :class:`TrainingProgress`, shows a new one and returns it as the stage's callbacks."""
 
     def __init__(self, quiet: bool = False) -> None:
@@ -111,8 +111,13 @@ class StageProgress:
     def __enter__(self) -> Callable[[str, str], list[TrainingProgress]]:
         return self._start
 
-    def _start(self, name: str, description: str) -> list[TrainingProgress]:
+    def _start(self, name: str, description: str, passes: bool = True) -> list[TrainingProgress]:
+        """Show a stage; one not trained in passes (``passes`` False) is its description line alone."""
         self.__exit__()
+        if not passes:
+            if not self.quiet:
+                typer.echo(description, err=True)
+            return []
         self._current = TrainingProgress(description, quiet=self.quiet).__enter__()
         return [self._current]
 
