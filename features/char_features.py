@@ -43,7 +43,10 @@ and symbols by Unicode category). The templates (:data:`TEMPLATES`):
   capital) and with the chunk (``k[next]+chunk``, when ``chunk`` is made);
   before the paragraph's first ``.``, ``!``, ``?`` or ``…``, the classes
   of the character and of the next one (``lead+k[0]+k[next]``: a headline
-  ends without a stop, and comes first).
+  ends without a stop, and comes first);
+- in a run of one repeated character that is no letter or digit (``,,``,
+  ``--``, ``...``), the character, the run's length and the character's
+  place in it, both up to 3 (``run``).
 
 Predicates are conjoined with the labels seen with them in training
 (:class:`CharFeaturizer`), as the CRF tagger's are.
@@ -71,7 +74,7 @@ TEMPLATES = ("bias", "c[-3]", "c[-2]", "c[-1]", "c[0]", "c[1]", "c[2]", "c[3]",
              "c[-2..1]", "c[-1..2]", "c[-2..2]",
              "k[-2]", "k[-1]", "k[0]", "k[1]", "k[2]", "k[-1..1]", "k[-2..2]", "k[-3..3]",
              "chunk<", "chunk>", "chunk", "word<", "next", "Next", "k[next]+c[0]", "k[next]+chunk",
-             "lead+k[0]+k[next]")
+             "lead+k[0]+k[next]", "run")
 N_TEMPLATES = len(TEMPLATES)
 _SALT = np.uint64(0x746F6B656E697A65)  # "tokenize"
 _SEEDS = np.array([combine(_SALT, k) for k in range(N_TEMPLATES)], dtype=np.uint64)
@@ -244,6 +247,16 @@ def _position_keys(raw, low, cls, alnum, space, seeds, max_piece):
                     keys[k] = combine(combine(seeds[t + 4], cls[p]), cls[q])
                     k += 1
         t += 5
+        if not alnum[p] and (p > 0 and raw[p - 1] == raw[p] or p + 1 < n and raw[p + 1] == raw[p]):  # run
+            a = p
+            while a > 0 and raw[a - 1] == raw[p] and p - a < 3:
+                a -= 1
+            b = p + 1
+            while b < n and raw[b] == raw[p] and b - a < 3:
+                b += 1
+            keys[k] = combine(combine(seeds[t], raw[p]), 4 * (b - a) + (p - a))
+            k += 1
+        t += 1
         j += 1
         key_ptr[j] = k
     return positions, key_ptr, keys[:k]
