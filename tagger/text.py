@@ -53,8 +53,9 @@ from egnlp.base.errors import EgnlpWarning, SettingsError
 from egnlp.base.files import FORBIDDEN_CHARACTERS
 from egnlp.corpora.sentence import MAX_WORDS
 
-__all__ = ["LANGUAGES", "TextSentence", "Token", "language_name", "segment", "sentence_splitter",
-           "sentences_and_tokens", "split_sentences", "tokenize", "vocabulary_abbreviations"]
+__all__ = ["LANGUAGES", "TextSentence", "Token", "check_text", "cut_pieces", "language_name", "paragraph_spans", "segment_lines",
+           "segment", "sentence_splitter", "sentences_and_tokens", "split_sentences", "tokenize",
+           "vocabulary_abbreviations"]
 
 # The languages of NLTK's Punkt models, by name and by ISO 639-1 code.
 LANGUAGES = {"cs": "czech", "da": "danish", "nl": "dutch", "en": "english", "et": "estonian", "fi": "finnish",
@@ -192,7 +193,8 @@ def sentence_splitter(language: str = "english", abbreviations: Iterable[str] = 
     return _splitter(language_name(language), frozenset(a.lower().rstrip(".") for a in abbreviations if a))
 
 
-def _check(text: str) -> None:
+def check_text(text: str) -> None:
+    """Raise ValueError for text with a lone surrogate or a control character a CoNLL file cannot hold."""
     bad = _SURROGATE.search(text)
     if bad is not None:
         raise ValueError(f"text holds a lone surrogate U+{ord(bad.group()):04X} (character {bad.start() + 1}), "
@@ -203,7 +205,7 @@ def _check(text: str) -> None:
                              f"(character {match.start() + 1}), which a CoNLL file cannot hold")
 
 
-def _paragraphs(text: str) -> Iterable[tuple[int, int]]:
+def paragraph_spans(text: str) -> Iterable[tuple[int, int]]:
     """(start, end) of the paragraphs of ``text`` (pieces between blank lines)."""
     begin = 0
     for match in _PARAGRAPH.finditer(text):
@@ -214,7 +216,7 @@ def _paragraphs(text: str) -> Iterable[tuple[int, int]]:
 
 def _sentence_spans(text: str, splitter: PunktSentenceTokenizer) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
-    for p_start, p_end in _paragraphs(text):
+    for p_start, p_end in paragraph_spans(text):
         paragraph = text[p_start:p_end]
         if paragraph.isspace() or not paragraph:
             continue
@@ -260,7 +262,7 @@ def _tokens(text: str, start: int, end: int, name: str, abbreviations: set[str])
     return spans
 
 
-def _pieces(spans: list[tuple[int, int, str]]) -> list[list[tuple[int, int, str]]]:
+def cut_pieces(spans: list[tuple[int, int, str]]) -> list[list[tuple[int, int, str]]]:
     """``spans`` cut into runs of at most MAX_WORDS tokens, after a token followed by whitespace where the
     second half of a run has one."""
     out = []
@@ -285,7 +287,7 @@ def segment(text: str, language: str = "english", abbreviations: Iterable[str] =
     """
     splitter = sentence_splitter(language, abbreviations)
     name = language_name(language)
-    _check(text)
+    check_text(text)
     known = splitter._params.abbrev_types
     return _sentences(text, [_tokens(text, start, end, name, known) for start, end in _sentence_spans(text, splitter)])
 
@@ -300,7 +302,7 @@ def segment_lines(text: str, language: str = "english", abbreviations: Iterable[
         ValueError: as :func:`segment`.
     """
     name = language_name(language)
-    _check(text)
+    check_text(text)
     splitter = None if tokenized else sentence_splitter(language, abbreviations)
     spans = []
     for line in re.finditer(r"[^\n]+", text):
@@ -317,7 +319,7 @@ def segment_lines(text: str, language: str = "english", abbreviations: Iterable[
 def _sentences(text: str, sentence_spans: list[list[tuple[int, int, str]]]) -> list[TextSentence]:
     """The TextSentences of each sentence's (start, end, Treebank form) token spans in ``text`` (long
     sentences cut into pieces, sentences without tokens dropped)."""
-    runs = [run for spans in sentence_spans if spans for run in _pieces(spans)]
+    runs = [run for spans in sentence_spans if spans for run in cut_pieces(spans)]
     # The whitespace after each token reaches to the next token, across sentences.
     flat = [span for run in runs for span in run]
     following = [text[flat[k][1]:flat[k + 1][0]] for k in range(len(flat) - 1)]
@@ -341,7 +343,7 @@ def split_sentences(text: str, language: str = "english", abbreviations: Iterabl
 
 def tokenize(sentence: str, language: str = "english") -> list[str]:
     """Penn Treebank tokens of one sentence (``"`` as ``` `` ``` / ``''``; NLTK's word tokenizer)."""
-    _check(sentence)
+    check_text(sentence)
     name = language_name(language)
     tokenizer = _ENGLISH_WORDS if name == "english" else _OTHER_WORDS
     return [word for _, _, word in _align(sentence, 0, len(sentence), tokenizer.tokenize(sentence))]
