@@ -1,13 +1,19 @@
-"""From raw text to dependency trees: split and tokenise, tag, parse; CoNLL-U out (:class:`Pipeline`).
+"""From raw text to dependency trees: split and tokenise, split multiword tokens, tag, parse; CoNLL-U out
+(:class:`Pipeline`, saved as one model file).
 
-    from egnlp import Parser, Pipeline, Tagger
-    pipeline = Pipeline([Tagger.load("upos.npz")], Parser.load("pt.npz"), language="pt")
+    from egnlp import Pipeline
+    pipeline = Pipeline.load("pt.model")                  # egnlp pipeline train pt_bosque-ud-test.conllu
     print(pipeline.conllu("O Sr. Silva chegou às 9h30. Saiu."))
 
 The text is first normalised to Unicode NFC (composed characters), which the
-UD validator requires of every line. Sentences and tokens come from
-:mod:`egnlp.tagger.text` (NLTK's Punkt and word tokenizer, with the offsets of every token), knowing the abbreviations
-of the taggers' training vocabularies as well as the language's. Each
+UD validator requires of every line. Sentences and tokens come from the
+pipeline's tokenizer (:mod:`egnlp.tagger.tokenizer_model`, trained on the
+treebank's text) or, without one, from :mod:`egnlp.tagger.text` (NLTK's Punkt
+and word tokenizer, with the offsets of every token), knowing the
+abbreviations of the taggers' training vocabularies as well as the
+language's; the multiword expander (:mod:`egnlp.tagger.multiword`) splits
+tokens into the words that are tagged and parsed, written below a ``1-2``
+range line that carries the token. Each
 sentence is written with ``# sent_id = N`` and ``# text = ...`` (its original
 characters, a line break as a space); FORM is the token's original
 characters; MISC says ``SpaceAfter=No`` where no whitespace follows the token
@@ -23,6 +29,11 @@ i.e. XPOS); no column is copied into another, and the other columns are
 for ``"``) instead of its characters where the tagger's training vocabulary
 has the one and not the other. LEMMA and FEATS are ``_``; DEPREL is the
 parser's labels (``_`` for an unlabelled parser).
+
+A pipeline file holds each stage's arrays as ``STAGE__NAME`` and each stage's
+metadata under ``stages`` (kind ``egnlp-pipeline``): the stages are the
+tokenizer, the multiword expander, the taggers (``upos``, ``pos``) and the
+parser, each read by its own model class's checks.
 """
 
 from __future__ import annotations
@@ -42,6 +53,7 @@ from egnlp.corpora.sentence import BLANK, CPOS, FORM, POS
 from egnlp.parser.parser_model import Parser
 from egnlp.corpora.tagging import slash_text
 from egnlp.tagger.multiword import MultiwordExpander
+from egnlp.tagger.tokenizer_model import Tokenizer
 from egnlp.tagger.tagger_model import Tagger
 from egnlp.tagger.text import TextSentence, language_name, segment, segment_lines, vocabulary_abbreviations
 
@@ -137,11 +149,17 @@ def tag_text(text: str, taggers: "Tagger | Sequence[Tagger]", *, comments: bool 
     return _tagged(_segmented(text, "text", language, by_column), by_column, comments)[0]
 
 
-def _segmented(text: str, mode: str, language: str, by_column: dict[str, Tagger]) -> list[TextSentence]:
+def _segmented(text: str, mode: str, language: str, by_column: dict[str, Tagger],
+               tokenizer: Tokenizer | None = None) -> list[TextSentence]:
     """The sentences and tokens of ``text`` read as ``mode`` (``text``, ``lines`` or ``tokens``: see
-    :data:`INPUTS`), in Unicode NFC (UD's FORM and text), knowing the abbreviations of the taggers'
-    training vocabularies."""
+    :data:`INPUTS`), in Unicode NFC (UD's FORM and text): by ``tokenizer`` if given, else by Punkt and the
+    Treebank word tokenizer, knowing the abbreviations of the taggers' training vocabularies."""
     text = unicodedata.normalize("NFC", text)
+    if tokenizer is not None and mode == "text":
+        return tokenizer.tokenize(text)
+    if tokenizer is not None and mode == "lines":
+        return [_one_sentence(tokenizer.tokenize(line.group()), line.start())
+                for line in re.finditer(r"[^\n]*\S[^\n]*", text)]
     vocabularies = [set(t.vocabulary) if t.vocabulary is not None else None for t in by_column.values()]
     abbreviations = sorted(set().union(*(vocabulary_abbreviations(v) for v in vocabularies)))
     if mode == "text":
@@ -149,6 +167,14 @@ def _segmented(text: str, mode: str, language: str, by_column: dict[str, Tagger]
     # a line is a sentence: the line break after its last token is no part of the text
     return [dataclasses.replace(s, tokens=(*s.tokens[:-1], dataclasses.replace(s.tokens[-1], space_after=" ")))
             for s in segment_lines(text, language, abbreviations, tokenized=mode == "tokens")]
+
+
+def _one_sentence(sentences: Sequence[TextSentence], offset: int) -> TextSentence:
+    """The sentences of a line as one sentence, its offsets moved by ``offset``, the line's end no space."""
+    tokens = [dataclasses.replace(t, start=t.start + offset, end=t.end + offset) for s in sentences for t in s.tokens]
+    tokens[-1] = dataclasses.replace(tokens[-1], space_after=" ")
+    text = "".join(t.form + (t.space_after or "") for t in tokens[:-1]) + tokens[-1].form
+    return TextSentence(tokens[0].start, tokens[-1].end, text, tuple(tokens))
 
 
 def _tagged(pieces: Sequence[TextSentence], by_column: dict[str, Tagger], comments: bool, jobs: int | None = 1,
@@ -224,8 +250,10 @@ class Pipeline:
         Pipeline.load("pt.model").conllu("Saiu.")
 
     ``language`` picks Punkt's model and abbreviations (a Punkt language name or code, e.g. ``portuguese``
-    or ``pt``). ``multiword`` splits tokens into syntactic words (``do`` = ``de o``, written as a CoNLL-U
-    range) before tagging. ``info`` is what the pipeline's training records (``egnlp model info`` shows it).
+    or ``pt``) when there is no ``tokenizer`` (:class:`~egnlp.tagger.tokenizer_model.Tokenizer`, trained
+    on the treebank's text), which splits raw text into sentences and tokens. ``multiword`` splits tokens
+    into syntactic words (``do`` = ``de o``, written as a CoNLL-U range) before tagging. ``info`` is what
+    the pipeline's training records (``egnlp model info`` shows it).
 
     Raises:
         InputError, ModelError: a tagger that is not a POS tagger (a chunker, say); a tag column the parser
@@ -234,11 +262,15 @@ class Pipeline:
     """
 
     def __init__(self, taggers: "Tagger | Sequence[Tagger]", parser: Parser, *, language: str = "english",
-                 multiword: MultiwordExpander | None = None, info: dict[str, Any] | None = None) -> None:
+                 tokenizer: Tokenizer | None = None, multiword: MultiwordExpander | None = None,
+                 info: dict[str, Any] | None = None) -> None:
         if not isinstance(parser, Parser):
             raise InputError(f"parser must be an egnlp Parser, not {type(parser).__name__}")
         if multiword is not None and not isinstance(multiword, MultiwordExpander):
             raise InputError(f"multiword must be an egnlp MultiwordExpander, not {type(multiword).__name__}")
+        if tokenizer is not None and not isinstance(tokenizer, Tokenizer):
+            raise InputError(f"tokenizer must be an egnlp Tokenizer, not {type(tokenizer).__name__}")
+        self.tokenizer = tokenizer
         language_name(language)
         self.taggers = _taggers_by_column(taggers)
         self.parser = parser
@@ -277,8 +309,8 @@ class Pipeline:
         if input == "conllu":
             from egnlp.corpora import parse_corpus
             return self.parse_sentences(parse_corpus(text, "<text>", "conll", require_heads=False)[1], jobs=jobs)
-        shown, seen = _tagged(_segmented(text, input, self.language, self.taggers), self.taggers, comments, jobs,
-                              self.multiword)
+        pieces = _segmented(text, input, self.language, self.taggers, self.tokenizer)
+        shown, seen = _tagged(pieces, self.taggers, comments, jobs, self.multiword)
         if not shown:
             return []
         parsed = self.parser.parse_corpus(seen, jobs=jobs)
@@ -305,7 +337,8 @@ class Pipeline:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the whole pipeline (taggers, parser, language, info) as one model file, atomically."""
-        stages = {"multiword": self.multiword.file_parts()} if self.multiword is not None else {}
+        stages = {name: stage.file_parts() for name, stage in (("tokenizer", self.tokenizer),
+                                                                   ("multiword", self.multiword)) if stage is not None}
         stages.update((column, tagger.file_parts()) for column, tagger in self.taggers.items())
         stages["parser"] = self.parser.file_parts()
         meta = {"kind": PIPELINE_KIND, "format_version": PIPELINE_VERSION, "language": self.language,
@@ -323,15 +356,16 @@ class Pipeline:
         path = str(path)
         stages = _stages_of(arrays, meta, path)
         language, info = meta.get("language"), meta.get("info")
-        if "parser" not in stages or not set(stages) - {"parser", "multiword"} <= set(COLUMN_NAMES):
+        if "parser" not in stages or not set(stages) - {"parser", "tokenizer", "multiword"} <= set(COLUMN_NAMES):
             raise ModelError(f"{path}: inconsistent model file (stages {', '.join(sorted(stages))[:60]})")
         if not isinstance(language, str) or not isinstance(info, dict):
             raise ModelError(f"{path}: inconsistent model file (no language or info)")
         parser = Parser.from_file_parts(*stages.pop("parser"), path, prune=prune)
         multiword = MultiwordExpander.from_file_parts(*stages.pop("multiword"), path) if "multiword" in stages else None
+        tokenizer = Tokenizer.from_file_parts(*stages.pop("tokenizer"), path) if "tokenizer" in stages else None
         taggers = [Tagger.from_file_parts(*parts, path) for parts in stages.values()]
         try:
-            return cls(taggers, parser, language=language, multiword=multiword, info=info)
+            return cls(taggers, parser, language=language, tokenizer=tokenizer, multiword=multiword, info=info)
         except (InputError, ValueError) as exc:
             raise ModelError(f"{path}: inconsistent model file ({exc})") from None
 

@@ -5,8 +5,10 @@
     pipeline = train_pipeline(read_conll("pt_bosque-ud-test.conllu"), language="pt")
     pipeline.save("pt.model")
 
-A treebank with multiword tokens (``1-2`` ranges) gets an expander of tokens
-into words first (:mod:`egnlp.multiword_training`). The treebank's filled tag
+First a tokenizer learns the treebank's sentences and tokens from its text
+(:mod:`egnlp.tokenizer_training`: a character CRF trained by EG), and a
+treebank with multiword tokens (``1-2`` ranges) gets an expander of tokens
+into words (:mod:`egnlp.multiword_training`). The treebank's filled tag
 columns decide the other stages: a UPOS tagger when
 every word has a UPOS, an XPOS tagger when every word has an XPOS that is
 not a copy of its UPOS, and a parser whose features read exactly those
@@ -31,8 +33,9 @@ from egnlp.corpora.sentence import BLANK, FEATS, LEMMA
 from egnlp.multiword_training import train_multiword
 from egnlp.parser_training import train_parser
 from egnlp.pipeline import COLUMN_NAMES, Pipeline
-from egnlp.settings import ParserSettings, TaggerSettings
+from egnlp.settings import ParserSettings, TaggerSettings, TokenizerSettings
 from egnlp.tagger_training import tagged_columns, train_tagger
+from egnlp.tokenizer_training import train_tokenizer
 from egnlp.training.records import Callback
 
 __all__ = ["pipeline_columns", "train_pipeline"]
@@ -73,7 +76,8 @@ def _cpu() -> float:
 
 def train_pipeline(train: Sequence[Sentence], dev: Sequence[Sentence] | None = None, *,
                    language: str = "english", parser_settings: ParserSettings | None = None,
-                   tagger_settings: TaggerSettings | None = None, data: str | None = None,
+                   tagger_settings: TaggerSettings | None = None,
+                   tokenizer_settings: TokenizerSettings | None = None, data: str | None = None,
                    on_stage: Callable[..., Sequence[Callback]] | None = None) -> Pipeline:
     """Train the taggers and the parser of a :class:`~egnlp.pipeline.Pipeline` on ``train`` (sentences with
     heads and tags; see the module docstring), scoring ``dev`` (if given) after every pass of each stage.
@@ -94,17 +98,21 @@ def train_pipeline(train: Sequence[Sentence], dev: Sequence[Sentence] | None = N
     tagger_settings = TaggerSettings.build(tagger_settings)
     parser_settings = ParserSettings.build(parser_settings, tags=_PARSER_TAGS[columns])
     ranges = any(_is_range(line) for s in train for _, line in s.aside)
-    stages = len(columns) + 1 + ranges
+    stages = 1 + ranges + len(columns) + 1
     seconds: dict[str, float] = {}
+    callbacks = on_stage("tokenizer", f"[1/{stages}] tokenizer") if on_stage else ()
+    start = _cpu()
+    tokenizer, _ = train_tokenizer(train, tokenizer_settings, callbacks=callbacks, data=data)
+    seconds["tokenizer"] = _cpu() - start
     multiword = None
     if ranges:
         if on_stage:
-            on_stage("multiword", f"[1/{stages}] multiword tokens", False)
+            on_stage("multiword", f"[2/{stages}] multiword tokens", False)
         start = _cpu()
         multiword = train_multiword(train, data=data)
         seconds["multiword"] = _cpu() - start
     taggers = []
-    for k, column in enumerate(columns, start=1 + ranges):
+    for k, column in enumerate(columns, start=2 + ranges):
         callbacks = on_stage(column, f"[{k}/{stages}] {COLUMN_NAMES[column]} tagger") if on_stage else ()
         start = _cpu()
         tokens, labels, _ = tagged_columns(train, column, "training")
@@ -120,8 +128,8 @@ def train_pipeline(train: Sequence[Sentence], dev: Sequence[Sentence] | None = N
     seconds["parser"] = _cpu() - start
     info: dict[str, Any] = {"data": data, "columns": [COLUMN_NAMES[c] for c in columns],
                             "sentences": len(train), "train_cpu_seconds": seconds,
-                            "tokenizer": "NLTK Punkt and word tokenizer"}
-    return Pipeline(taggers, parser, language=language, multiword=multiword, info=info)
+                            "tokenizer": "egnlp character CRF"}
+    return Pipeline(taggers, parser, language=language, tokenizer=tokenizer, multiword=multiword, info=info)
 
 
 def _is_range(line: str) -> bool:

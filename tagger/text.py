@@ -53,8 +53,8 @@ from egnlp.base.errors import EgnlpWarning, SettingsError
 from egnlp.base.files import FORBIDDEN_CHARACTERS
 from egnlp.corpora.sentence import MAX_WORDS
 
-__all__ = ["LANGUAGES", "TextSentence", "Token", "check_text", "cut_pieces", "language_name", "paragraph_spans", "segment_lines",
-           "segment", "sentence_splitter", "sentences_and_tokens", "split_sentences", "tokenize",
+__all__ = ["LANGUAGES", "TextSentence", "Token", "check_text", "cut_pieces", "language_name", "paragraph_spans",
+           "segment", "segment_lines", "sentence_splitter", "sentences_and_tokens", "split_sentences", "tokenize",
            "vocabulary_abbreviations"]
 
 # The languages of NLTK's Punkt models, by name and by ISO 639-1 code.

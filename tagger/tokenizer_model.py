@@ -199,12 +199,16 @@ class Tokenizer:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the model file (see the module docstring), atomically."""
+        write_npz_atomic(path, *self.file_parts())
+
+    def file_parts(self) -> tuple[dict[str, np.ndarray], dict]:
+        """The arrays and metadata of the model file :meth:`save` writes (:meth:`from_file_parts` reads them)."""
         f = self.featurizer
         arrays = {"weights": self.weights, "pred_keys": f.pred_keys, "lab_ptr": f.lab_ptr, "lab_labels": f.lab_labels}
         meta = {"kind": MODEL_KIND, "format_version": FORMAT_VERSION, "labels": list(LABELS),
                 "templates": list(TEMPLATES), "max_piece": MAX_PIECE, "fingerprint": templates_fingerprint(),
                 "spaces_in_tokens": self.spaces_in_tokens, "info": self.info}
-        write_npz_atomic(path, arrays, meta)
+        return arrays, meta
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "Tokenizer":
@@ -214,7 +218,15 @@ class Tokenizer:
             ModelError: a file that is not a tokenizer of this format, one made with other features, or
                 whose contents do not agree.
         """
-        arrays, meta = read_npz(path, MODEL_KIND, FORMAT_VERSION)
+        return cls.from_file_parts(*read_npz(path, MODEL_KIND, FORMAT_VERSION), path)
+
+    @classmethod
+    def from_file_parts(cls, arrays: dict[str, np.ndarray], meta: dict, path: str | os.PathLike[str]) -> "Tokenizer":
+        """The tokenizer of :meth:`file_parts`' arrays and metadata read from ``path`` (named in errors).
+
+        Raises:
+            ModelError: contents that do not agree.
+        """
         if meta.get("labels") != list(LABELS) or meta.get("templates") != list(TEMPLATES) \
                 or meta.get("max_piece") != MAX_PIECE or meta.get("fingerprint") != templates_fingerprint():
             raise ModelError(f"{path}: the tokenizer was trained with other character features "

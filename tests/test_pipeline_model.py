@@ -18,14 +18,15 @@ from egnlp.corpora import parse_conll, read_conll
 from egnlp.corpora.sentence import BLANK, CPOS, FEATS, LEMMA, POS
 from egnlp.pipeline import Pipeline
 from egnlp.pipeline_training import pipeline_columns, train_pipeline
-from egnlp.settings import ParserSettings, TaggerSettings
+from egnlp.settings import ParserSettings, TaggerSettings, TokenizerSettings
 
 from cli_helpers import assert_ok, error_line, run, usage_line
 
 UD = Path(os.environ["EGNLP_UD_DIR"])
 NL_TEXT = "Het kabinet vergadert vandaag. De minister zei niets.\n\nDaarna ging iedereen naar huis."
 PT_TEXT = "O governo disse que não há crise. Os deputados votaram às 9h30 na Assembleia."
-FAST = dict(parser_settings=ParserSettings(max_passes=1), tagger_settings=TaggerSettings(max_passes=3))
+FAST = dict(parser_settings=ParserSettings(max_passes=1), tagger_settings=TaggerSettings(max_passes=3),
+            tokenizer_settings=TokenizerSettings(max_passes=3))
 
 
 def _first(name: str, count: int):
@@ -58,7 +59,7 @@ def test_the_parser_has_no_lemma_or_feats_features(nl: Pipeline) -> None:
     """No stage predicts LEMMA or FEATS, so the parser is trained without them (though the file has them)."""
     assert not nl.parser.featurizer.use_lemma and not nl.parser.featurizer.use_feats
     assert nl.info["columns"] == ["UPOS", "XPOS"] and nl.info["sentences"] == 60 and nl.info["data"] == "nl60"
-    assert set(nl.info["train_cpu_seconds"]) == {"upos", "pos", "parser"}
+    assert set(nl.info["train_cpu_seconds"]) == {"tokenizer", "upos", "pos", "parser"}
 
 
 def test_saved_and_loaded_it_gives_the_same_output(nl: Pipeline, tmp_path: Path) -> None:
@@ -138,7 +139,8 @@ def test_cli_trains_runs_and_refuses(nl: Pipeline, tmp_path: Path) -> None:
     model = tmp_path / "sub" / "nl.model"
     trained = run("pipeline", "train", train, "--out", model, "--language", "nl")
     assert_ok(trained)
-    assert "[1/3] UPOS tagger" in trained.stderr and "[3/3] parser" in trained.stderr
+    assert "[1/4] tokenizer" in trained.stderr and "[2/4] UPOS tagger" in trained.stderr
+    assert "[4/4] parser" in trained.stderr
     assert f"wrote {model}" in trained.stderr.splitlines()[-1]
     text = tmp_path / "in.txt"
     text.write_text(NL_TEXT, encoding="utf-8")

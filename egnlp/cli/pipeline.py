@@ -16,6 +16,7 @@ from egnlp.cli.progress import StageProgress
 from egnlp.cli.tagger import LanguageOption
 from egnlp.startup import kernels_note, start_up
 
+STAGE_NAMES = {"upos": "UPOS tagger", "pos": "XPOS tagger", "multiword": "multiword tokens"}
 pipeline_app = new_app("Train and run a whole pipeline (raw text to UD trees) kept in one model file.")
 
 
@@ -34,8 +35,9 @@ def pipeline_train(train: Annotated[str, typer.Argument(metavar="TRAIN", help="C
                    out: ModelOut, dev: DevOption = None, language: LanguageOption = "english",
                    encoding: EncodingOption = "utf-8", quiet: QuietOption = False, as_json: JsonOption = False
                    ) -> None:
-    """Train the taggers the parser reads (UPOS, XPOS) and the parser, each with its command's defaults, and
-    write them as one model file for 'egnlp pipeline run'."""
+    """Train a tokenizer and sentence splitter, a multiword-token expander (where the treebank has ranges), the
+    taggers the parser reads (UPOS, XPOS) and the parser, and write them as one model file for 'egnlp pipeline
+    run'."""
     from egnlp.inputs import training_sets
     from egnlp.pipeline_training import train_pipeline
     from egnlp.tagger.text import language_name
@@ -52,8 +54,8 @@ def pipeline_train(train: Annotated[str, typer.Argument(metavar="TRAIN", help="C
     cpu = pipeline.info["train_cpu_seconds"]
     if as_json:
         print_json({"out": str(out), **pipeline.info})
-    note(f"trained {', '.join(pipeline.info['columns'])} taggers and a parser in {sum(cpu.values()):.1f} CPU s; "
-         f"wrote {out}", quiet)
+    note(f"trained {len(cpu)} stages ({', '.join(STAGE_NAMES.get(name, name) for name in cpu)}) in "
+         f"{sum(cpu.values()):.1f} CPU s; wrote {out}", quiet)
 
 
 @pipeline_app.command("run")
