@@ -39,19 +39,14 @@ import re
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
-
-from nltk.tokenize.destructive import NLTKWordTokenizer
-from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
-
-try:  # NLTK 3.8.2 and later read the pickle-free Punkt models (punkt_tab)
-    from nltk.tokenize.punkt import PunktTokenizer
-except ImportError:  # pragma: no cover - older NLTK: the built-in parameters below
-    PunktTokenizer = None
+from typing import TYPE_CHECKING, Any, Iterable
 
 from egnlp.base.errors import EgnlpWarning, SettingsError
 from egnlp.base.files import FORBIDDEN_CHARACTERS
 from egnlp.corpora.sentence import MAX_WORDS
+
+if TYPE_CHECKING:  # NLTK loads when Punkt or the word tokenizer is first used (a trained tokenizer needs neither)
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
 
 __all__ = ["LANGUAGES", "TextSentence", "Token", "check_text", "cut_pieces", "language_name", "paragraph_spans",
            "segment", "segment_lines", "sentence_splitter", "sentences_and_tokens", "split_sentences", "tokenize",
@@ -97,15 +92,20 @@ _REOPEN = re.compile(r"[?!][\"'\u00bb\u201d\u2019)\]}]*$")  # a sentence ending 
 _NONSPACE = re.compile(r"\S+")
 
 
-class _Tokenizer(NLTKWordTokenizer):
-    """NLTK's word tokenizer without the English contraction rules ("cannot" -> "can not")."""
+@lru_cache(maxsize=2)
+def _word_tokenizer(english: bool) -> Any:
+    """NLTK's word tokenizer; for other languages than English without the English contraction rules
+    ("cannot" -> "can not")."""
+    from nltk.tokenize.destructive import NLTKWordTokenizer
 
-    CONTRACTIONS2: list = []
-    CONTRACTIONS3: list = []
+    if english:
+        return NLTKWordTokenizer()
 
+    class Tokenizer(NLTKWordTokenizer):
+        CONTRACTIONS2: list = []
+        CONTRACTIONS3: list = []
 
-_ENGLISH_WORDS = NLTKWordTokenizer()
-_OTHER_WORDS = _Tokenizer()
+    return Tokenizer()
 
 
 @dataclass(frozen=True)
@@ -170,10 +170,13 @@ def vocabulary_abbreviations(forms: Iterable[str] | None) -> frozenset[str]:
 
 @lru_cache(maxsize=32)
 def _splitter(name: str, extra: frozenset[str]) -> PunktSentenceTokenizer:
+    from nltk.tokenize import punkt
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+
     try:
-        if PunktTokenizer is None:
+        if not hasattr(punkt, "PunktTokenizer"):  # NLTK 3.8.2 and later read the pickle-free models (punkt_tab)
             raise LookupError(name)
-        splitter: PunktSentenceTokenizer = PunktTokenizer(name)  # the pretrained model, when installed
+        splitter: PunktSentenceTokenizer = punkt.PunktTokenizer(name)  # the pretrained model, when installed
     except (LookupError, OSError, ValueError):
         rules = "built-in" if name in _ABBREVIATIONS else "no"
         warnings.warn(EgnlpWarning(f"NLTK's Punkt model for {name} is not on NLTK's data path: sentences are split "
@@ -254,7 +257,7 @@ def _align(text: str, start: int, end: int, words: list[str]) -> list[tuple[int,
 
 
 def _tokens(text: str, start: int, end: int, name: str, abbreviations: set[str]) -> list[tuple[int, int, str]]:
-    tokenizer = _ENGLISH_WORDS if name == "english" else _OTHER_WORDS
+    tokenizer = _word_tokenizer(name == "english")
     spans = _align(text, start, end, tokenizer.tokenize(text[start:end]))
     if len(spans) >= 2 and spans[-1][2] == "." and spans[-2][1] == spans[-1][0] \
             and spans[-2][2].lower() in abbreviations:
@@ -345,7 +348,7 @@ def tokenize(sentence: str, language: str = "english") -> list[str]:
     """Penn Treebank tokens of one sentence (``"`` as ``` `` ``` / ``''``; NLTK's word tokenizer)."""
     check_text(sentence)
     name = language_name(language)
-    tokenizer = _ENGLISH_WORDS if name == "english" else _OTHER_WORDS
+    tokenizer = _word_tokenizer(name == "english")
     return [word for _, _, word in _align(sentence, 0, len(sentence), tokenizer.tokenize(sentence))]
 
 

@@ -7,6 +7,7 @@ Small pipelines are trained once per module on the first sentences of the UD fil
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -153,3 +154,28 @@ def test_cli_trains_runs_and_refuses(nl: Pipeline, tmp_path: Path) -> None:
     assert "pipeline.npz: " in error_line(run("pipeline", "run", tmp_path / "pipeline.npz", text))
     assert "--input" in usage_line(run("pipeline", "run", model, text, "--input", "xml"))
     assert "the content is CoNLL-U" in error_line(run("pipeline", "run", model, tmp_path / "out.conllu"))
+
+
+def test_cli_evaluates_with_the_conll_2018_metrics(pt: Pipeline, tmp_path: Path) -> None:
+    """`pipeline evaluate` prints udeval's table; the scores themselves are checked against udeval in
+    tests/test_ud_evaluation.py."""
+    gold = tmp_path / "gold.conllu"
+    gold.write_text("".join(b + "\n\n" for b in (UD / "pt_bosque-ud-dev.conllu").read_text(encoding="utf-8")
+                            .split("\n\n")[:30] if b.strip()), encoding="utf-8")
+    text = "".join(line[len("# text = "):] + "\n" for line in gold.read_text(encoding="utf-8").splitlines()
+                   if line.startswith("# text = "))
+    pred = tmp_path / "pred.conllu"
+    pred.write_text(pt.conllu(text, input="lines"), encoding="utf-8")
+    table = run("pipeline", "evaluate", gold, pred)
+    assert_ok(table)
+    lines = table.stdout.splitlines()
+    assert lines[0].startswith("Metric") and [line.split()[0] for line in lines[2:]] == [
+        "Tokens", "Sentences", "Words", "UPOS", "XPOS", "UFeats", "AllTags", "Lemmas", "UAS", "LAS", "CLAS", "MLAS",
+        "BLEX"]
+    same = run("pipeline", "evaluate", gold, gold, "--json")
+    assert_ok(same)
+    scores = json.loads(same.stdout)
+    assert scores["LAS"]["f1"] == scores["Words"]["f1"] == 100.0 and scores["Words"]["gold"] > 500
+    other = tmp_path / "other.conllu"
+    other.write_text(pt.conllu("Outro texto.", input="text"), encoding="utf-8")
+    assert "its text differs from" in error_line(run("pipeline", "evaluate", gold, other))

@@ -93,6 +93,29 @@ class TextFormat(str, Enum):
     text = "text"
 
 
+@pipeline_app.command("evaluate")
+def pipeline_evaluate(gold: Annotated[str, typer.Argument(metavar="GOLD", help="Gold CoNLL-U file, or - for stdin.")],
+                      pred: Annotated[str, typer.Argument(metavar="PRED", help="System CoNLL-U file (any "
+                                                          "tokenization of the same text), or - for stdin.")],
+                      counts: Annotated[bool, typer.Option("--counts", help="Print the counts (correct, gold, "
+                                                           "system, aligned) instead of the percentages.")] = False,
+                      multiple_roots: Annotated[bool, typer.Option("--multiple-roots", help="Score sentences with "
+                                                                   "several root words instead of refusing them.")
+                                                ] = False,
+                      as_json: JsonOption = False, encoding: EncodingOption = "utf-8") -> None:
+    """The CoNLL 2018 shared task metrics: Tokens, Sentences, Words, UPOS, XPOS, UFeats, AllTags, Lemmas, UAS,
+    LAS, CLAS, MLAS, BLEX (precision, recall, F1, aligned accuracy), as the official scorer gives them."""
+    from egnlp.corpora.ud_evaluation import conll18_scores, format_conll18_table
+    from egnlp.inputs import read_pair
+
+    gold_sents, pred_sents = read_pair(gold, pred, "conll", command="egnlp pipeline evaluate", encoding=encoding)
+    scores = conll18_scores(gold_sents, pred_sents, multiple_roots=multiple_roots)
+    if as_json:
+        print_json({name: score.as_dict() for name, score in scores.items()})
+    else:
+        typer.echo(format_conll18_table(scores, counts=counts), nl=False)
+
+
 def parse_text_command(
     tagger_model: Annotated[Path, typer.Argument(metavar="TAGGER", help="POS tagger model (egnlp tagger train); it "
                                                  "fills the tag column its model records (UPOS or XPOS).")],
