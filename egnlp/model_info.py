@@ -74,8 +74,10 @@ def model_info(path: str | os.PathLike[str]) -> dict[str, Any]:
         return _finite({**head, **_model_part(model)})
     stages = {f"{COLUMN_NAMES[column]} tagger": _model_part(tagger) for column, tagger in model.taggers.items()}
     stages["parser"] = _model_part(model.parser)
+    components = [name for name, stage in (("tokenizer", model.tokenizer), ("multiword tokens", model.multiword))
+                  if stage is not None] + list(stages)
     return _finite({**head, "kind": "pipeline", "format_version": PIPELINE_VERSION, "language": model.language,
-                    "training": model.info, "stages": stages})
+                    "components": components, "training": model.info, "stages": stages})
 
 
 def _model_part(model: Parser | Tagger) -> dict[str, Any]:
@@ -238,7 +240,7 @@ def format_info(info: dict[str, Any]) -> str:
     training = info["training"]
     cpu = training.get("train_cpu_seconds") or {}
     rows += [("kind", f"pipeline, format version {info['format_version']}"), ("language", info["language"]),
-             ("stages", ", ".join(info["stages"])),
+             ("stages", ", ".join(info["components"])),
              ("tokenizer", str(training.get("tokenizer", "not recorded"))),
              ("training data", f"{training.get('data') or 'not recorded'}, {_number(training.get('sentences'))} "
               f"sentences; {sum(cpu.values()):.1f} CPU s")]

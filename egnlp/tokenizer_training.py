@@ -32,7 +32,8 @@ from egnlp.corpora.ud_text import Paragraph, paragraphs
 from egnlp.features.char_features import SENTENCE_END, CharFeaturizer, char_keys
 from egnlp.settings import TokenizerSettings
 from egnlp.tagger.tagging_problem import TaggingProblem
-from egnlp.tagger.tokenizer_model import Segmentation, Tokenizer, paragraph_labels, segmentation_f1, spaces_in
+from egnlp.tagger.tokenizer_model import (Segmentation, Tokenizer, paragraph_labels, segmentation_f1, spaces_in,
+                                          whole_tokens)
 from egnlp.training.records import Callback, TrainResult, fit_or_best
 
 Corpus = "str | os.PathLike[str] | Sequence[Sentence] | Sequence[Paragraph]"
@@ -121,4 +122,5 @@ def train_tokenizer(corpus: Any, settings: TokenizerSettings | None = None, *, d
             "train_tokens": sum(len(p.tokens) for p in train), "train_characters": int(found.pos_ptr[-1]),
             "examples": pf.n_examples, "n_features": pf.n_features, "n_parts": pf.n_parts,
             "extract_seconds": extract_seconds, "converged": result.converged, "final": result.final.as_dict()}
-    return Tokenizer(featurizer, result.weights, spaces_in_tokens=spaced, info=info), result
+    tokenizer = Tokenizer(featurizer, result.weights, spaces_in_tokens=spaced, whole=whole_tokens(train), info=info)
+    return tokenizer, result

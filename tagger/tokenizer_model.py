@@ -38,6 +38,9 @@ load), ``spaces_in_tokens`` and the training information.
 from __future__ import annotations
 
 import os
+import re
+import unicodedata
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -48,11 +51,13 @@ from egnlp.base.files import ModelError, check_arrays, read_npz, write_npz_atomi
 from egnlp.corpora.ud_text import Paragraph
 from egnlp.features.char_features import (INSIDE, LABELS, MAX_PIECE, SENTENCE_END, TEMPLATES, TOKEN_END,
                                           CharFeaturizer, char_keys, nonspace_positions, templates_fingerprint)
+from egnlp.tagger.chain_inference import viterbi
 from egnlp.tagger.crf import decode_ids
 from egnlp.tagger.text import TextSentence, Token, check_text, cut_pieces, paragraph_spans
 
 FORMAT_VERSION = 1
 MODEL_KIND = "egnlp-tokenizer"
+RULED_OUT = -1e100  # the emission score of a label a constraint rules out
 ARRAYS = {"weights": ("<f8", 1), "pred_keys": ("<u8", 1), "lab_ptr": ("<i8", 1), "lab_labels": ("<i4", 1)}
 
 __all__ = ["FORMAT_VERSION", "MODEL_KIND", "Segmentation", "Tokenizer", "paragraph_labels", "segmentation_f1"]
@@ -110,6 +115,21 @@ def segmentation_f1(gold: Segmentation, predicted: Segmentation) -> dict[str, fl
     return out
 
 
+def whole_tokens(paragraphs: Sequence[Paragraph], share: float = 0.9, least: int = 2) -> list[str]:
+    """The punctuation tokens of two characters or more (the Dutch opening quote ``,,``, ``''``, ``...``)
+    that the training text keeps whole: at least ``least`` times, and in at least ``share`` of the places
+    where their characters occur. The tokenizer never ends a token inside them: a character model sees
+    too few of them to learn that a run of commas is one token."""
+    whole: Counter[str] = Counter()
+    for paragraph in paragraphs:
+        for start, end in paragraph.tokens:
+            token = paragraph.text[start:end]
+            if len(token) >= 2 and all(unicodedata.category(ch).startswith("P") for ch in token):
+                whole[token] += 1
+    found = Counter({t: sum(p.text.count(t) for p in paragraphs) for t in whole})
+    return sorted(t for t, n in whole.items() if n >= least and n >= share * found[t])
+
+
 class Tokenizer:
     """A trained character-chain tokenizer (see the module docstring).
 
@@ -119,7 +139,7 @@ class Tokenizer:
     """
 
     def __init__(self, featurizer: CharFeaturizer, weights: np.ndarray, *, spaces_in_tokens: bool = False,
-                 info: dict[str, Any] | None = None):
+                 whole: Sequence[str] = (), info: dict[str, Any] | None = None):
         weights = np.ascontiguousarray(weights, dtype=np.float64)
         if weights.shape != (featurizer.n_features,):
             raise ValueError(f"{weights.shape} weights for {featurizer.n_features} features")
@@ -128,6 +148,10 @@ class Tokenizer:
         self.featurizer = featurizer
         self.weights = weights
         self.spaces_in_tokens = bool(spaces_in_tokens)
+        self.whole = tuple(sorted(set(whole), key=lambda t: (-len(t), t)))
+        if any(len(t) < 2 or any(ch.isspace() for ch in t) for t in self.whole):
+            raise ValueError("the tokens kept whole must be two characters or more, without whitespace")
+        self._whole = re.compile("|".join(map(re.escape, self.whole))) if self.whole else None
         self.info = dict(info or {})
 
     labels = LABELS
@@ -139,7 +163,24 @@ class Tokenizer:
         """The Viterbi label ids of the non-whitespace characters of each paragraph text (one chain each)."""
         found = char_keys(texts)
         f = self.featurizer
-        return decode_ids(f.features(f.encode(found)), self.weights)
+        features = f.features(f.encode(found))
+        if self._whole is None:
+            return decode_ids(features, self.weights)
+        out = []
+        for i, paragraph in enumerate(texts):
+            emissions, *rest = features.chain_scores(i, self.weights)
+            inside = self._inside(paragraph)
+            emissions[inside, :] = RULED_OUT  # Viterbi takes finite scores: a label no path can afford
+            emissions[inside, INSIDE] = 0.0
+            out.append(viterbi(emissions, *rest)[0])
+        return out
+
+    def _inside(self, paragraph: str) -> np.ndarray:
+        """The chain positions (non-whitespace characters) of ``paragraph`` that the tokens kept whole
+        (:attr:`whole`) hold but for their last character: no token ends there."""
+        positions = nonspace_positions(paragraph)
+        inside = [k for match in self._whole.finditer(paragraph) for k in range(match.start(), match.end() - 1)]
+        return np.searchsorted(positions, np.array(inside, dtype=np.int64))
 
     def spans(self, text: str) -> list[list[tuple[int, int]]]:
         """The (start, end) of every token of every sentence of ``text``, before long sentences are cut."""
@@ -207,7 +248,7 @@ class Tokenizer:
         arrays = {"weights": self.weights, "pred_keys": f.pred_keys, "lab_ptr": f.lab_ptr, "lab_labels": f.lab_labels}
         meta = {"kind": MODEL_KIND, "format_version": FORMAT_VERSION, "labels": list(LABELS),
                 "templates": list(TEMPLATES), "max_piece": MAX_PIECE, "fingerprint": templates_fingerprint(),
-                "spaces_in_tokens": self.spaces_in_tokens, "info": self.info}
+                "spaces_in_tokens": self.spaces_in_tokens, "whole": list(self.whole), "info": self.info}
         return arrays, meta
 
     @classmethod
@@ -238,7 +279,11 @@ class Tokenizer:
         try:
             check_arrays(arrays, ARRAYS)
             featurizer = CharFeaturizer(arrays["pred_keys"], arrays["lab_ptr"], arrays["lab_labels"])
-            return cls(featurizer, arrays["weights"], spaces_in_tokens=meta["spaces_in_tokens"], info=info)
+            whole = meta.get("whole", [])
+            if not isinstance(whole, list) or not all(isinstance(t, str) for t in whole):
+                raise ValueError("'whole' must be a list of strings")
+            return cls(featurizer, arrays["weights"], spaces_in_tokens=meta["spaces_in_tokens"], whole=whole,
+                       info=info)
         except (KeyError, ValueError, TypeError) as exc:
             detail = f"missing {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
             raise ModelError(f"{path}: inconsistent model file ({detail})") from None

@@ -18,7 +18,7 @@ from egnlp.base.errors import InputError, ModelError
 from egnlp.corpora import parse_conll, read_conll
 from egnlp.corpora.sentence import BLANK, CPOS, FEATS, LEMMA, POS
 from egnlp.pipeline import Pipeline
-from egnlp.pipeline_training import pipeline_columns, train_pipeline
+from egnlp.pipeline_training import PIPELINE_PARSER, pipeline_columns, train_pipeline
 from egnlp.settings import ParserSettings, TaggerSettings, TokenizerSettings
 
 from cli_helpers import assert_ok, error_line, run, usage_line
@@ -143,6 +143,14 @@ def test_cli_trains_runs_and_refuses(nl: Pipeline, tmp_path: Path) -> None:
     assert "[1/4] tokenizer" in trained.stderr and "[2/4] UPOS tagger" in trained.stderr
     assert "[4/4] parser" in trained.stderr
     assert f"wrote {model}" in trained.stderr.splitlines()[-1]
+    info = run("model", "info", model)
+    assert_ok(info)
+    assert "pipeline, format version 1" in info.stdout and "\nparser:\n  kind" in info.stdout
+    assert "tokenizer, UPOS tagger, XPOS tagger, parser\n" in info.stdout
+    described = json.loads(run("model", "info", model, "--json").stdout)
+    assert described["kind"] == "pipeline" and list(described["stages"]) == ["UPOS tagger", "XPOS tagger", "parser"]
+    assert described["stages"]["parser"]["order"] == PIPELINE_PARSER.order_of_model
+    assert described["training"]["tokenizer"] == "egnlp character CRF"
     text = tmp_path / "in.txt"
     text.write_text(NL_TEXT, encoding="utf-8")
     ran = run("pipeline", "run", model, text, "-o", tmp_path / "out.conllu")
