@@ -5,12 +5,10 @@ For each UD treebank (``pt_bosque``, ``nl_alpino`` in ``$EGNLP_UD_DIR``):
 - the raw text of ``*-ud-dev.conllu``: its ``# text`` lines, the sentences of
   a paragraph joined by one space, a blank line at each ``# newpar`` or
   ``# newdoc`` (:func:`raw_text`);
-- egnlp, trained on ``*-ud-test.conllu``: ``egnlp parser train --train FILE
-  --pos P`` (P: ``upos`` where the file's XPOS column is empty, as in
-  pt_bosque, else ``both``) and one tagger for each column the parser reads
-  (``egnlp tagger train --train FILE --column upos``, and ``--column xpos``),
-  then ``egnlp parse-text UPOS PARSER TEXT [--tagger XPOS] --language L
-  --jobs 1``;
+- egnlp, trained on ``*-ud-test.conllu``: ``egnlp pipeline train FILE
+  --language L --out M`` (a tokenizer, a multiword-token expander where the
+  file has ranges, a tagger for each tag column the file fills, a parser),
+  then ``egnlp pipeline run M TEXT --jobs 1``;
 - UDPipe 1 (``ufal.udpipe``, installed by hand): one model with all its
   defaults (tokenizer, tagger with lemmas and features, parser) trained on
   the same file (``udpipe1.py``; 10 to 25 CPU minutes, so ``--keep DIR``
@@ -88,40 +86,20 @@ def udeval(gold: Path, system: Path) -> dict[str, float]:
     return scores
 
 
-def xpos_filled(conllu: Path) -> bool:
-    """Whether the file's XPOS column holds tags (not only ``_``)."""
-    for line in conllu.read_text(encoding="utf-8").splitlines():
-        fields = line.split("\t")
-        if len(fields) == 10 and fields[0].isdigit() and fields[4] != "_":
-            return True
-    return False
-
-
 def egnlp_pipeline(treebank: str, train: Path, gold: Path, text: Path, folder: Path) -> dict:
-    """egnlp's taggers and parser trained on ``train``, ``parse-text`` of ``text``: scores and CPU seconds."""
+    """``egnlp pipeline train`` on ``train``, ``egnlp pipeline run`` of ``text``: scores and CPU seconds."""
     lang = TREEBANKS[treebank]
-    pos = "both" if xpos_filled(train) else "upos"
-    columns = ["upos", "xpos"] if pos == "both" else ["upos"]
-    train_cpu, commands = 0.0, []
-    taggers = {}
-    for column in columns:
-        taggers[column] = folder / f"egnlp-{column}.npz"
-        log(f"{treebank}: egnlp tagger train --column {column}")
-        train_cpu += egnlp("tagger", "train", "--train", train, "--column", column, "--out", taggers[column],
-                           "-q").cpu
-        commands.append(f"egnlp tagger train --train {train.name} --column {column}")
-    parser = folder / "egnlp-parser.npz"
-    log(f"{treebank}: egnlp parser train --pos {pos}")
-    train_cpu += egnlp("parser", "train", "--train", train, "--pos", pos, "--out", parser, "-q").cpu
-    commands.append(f"egnlp parser train --train {train.name} --pos {pos}")
+    model = folder / "egnlp.model"
+    log(f"{treebank}: egnlp pipeline train {train.name} --language {lang}")
+    trained = egnlp("pipeline", "train", train, "--language", lang, "--out", model, "--json", "-q")
+    stages = json.loads(trained.stdout)["train_cpu_seconds"]
     pred = folder / "egnlp.conllu"
-    more = ["--tagger", taggers["xpos"]] if "xpos" in taggers else []
-    parsed = egnlp("parse-text", taggers["upos"], parser, text, *more, "--language", lang, "--jobs", "1", "-o", pred,
-                   "-q")
-    commands.append(f"egnlp parse-text UPOS PARSER TEXT{' --tagger XPOS' if more else ''} --language {lang} --jobs 1")
+    parsed = egnlp("pipeline", "run", model, text, "--jobs", "1", "-o", pred, "-q")
+    commands = [f"egnlp pipeline train {train.name} --language {lang} --out M",
+                "egnlp pipeline run M TEXT --jobs 1"]
     valid = run([BIN / "udvalidate", "--level", "2", "--lang", lang, pred], check=False)
-    log(f"{treebank}: egnlp parse-text {parsed.cpu:.1f} CPU s")
-    return {"scores": udeval(gold, pred), "train_cpu": train_cpu, "run_cpu": parsed.cpu, "pos": pos,
+    log(f"{treebank}: egnlp pipeline run {parsed.cpu:.1f} CPU s")
+    return {"scores": udeval(gold, pred), "train_cpu": trained.cpu, "run_cpu": parsed.cpu, "stages": stages,
             "valid": valid.returncode == 0, "commands": commands}
 
 
@@ -184,7 +162,7 @@ def system_rows(results: dict[str, dict], udpipe_version: str | None) -> list[tu
     rows = []
     for treebank, found in results.items():
         mine = found["egnlp"]
-        rows.append((treebank, f"egnlp (`--pos {mine['pos']}`)", mine))
+        rows.append((treebank, "egnlp `pipeline`", mine))
         if "udpipe" in found:
             rows.append((treebank, f"UDPipe {udpipe_version}", found["udpipe"]))
         else:
@@ -219,8 +197,9 @@ def intro(results: dict[str, dict], udpipe_version: str | None) -> str:
     valid = ", ".join(f"{t}: {'valid' if found['egnlp']['valid'] else 'INVALID'}" for t, found in results.items())
     text = ("Raw text of each `*-ud-dev.conllu` (its `# text` lines; the sentences of a paragraph joined by one "
             "space, a blank line at each `# newpar` or `# newdoc`) to CoNLL-U, scored against the dev file by "
-            "`udeval -v` (the CoNLL 2018 shared task's scorer: F1 in %). egnlp: a tagger for each tag column the "
-            f"parser reads and the parser, trained on `*-ud-test.conllu` with the defaults otherwise ({commands}); "
+            "`udeval -v` (the CoNLL 2018 shared task's scorer: F1 in %). egnlp: one pipeline (a tokenizer and "
+            "sentence splitter, a multiword-token expander where the file has ranges, a tagger for each tag "
+            f"column the file fills, a parser) trained on `*-ud-test.conllu` with the defaults ({commands}); "
             f"its output checked by `udvalidate --level 2` ({valid}). egnlp predicts no lemmas and no features, so "
             "its UFeats, Lemmas, MLAS and BLEX score the `_` it writes.")
     if measured:
@@ -235,9 +214,9 @@ def intro(results: dict[str, dict], udpipe_version: str | None) -> str:
                  "shared data's README (UDPipe 1.4, one model with all default options trained on the same file, "
                  "run on the same text), not measured.")
     text += (" Run CPU s: user + system of the whole process that reads the text and writes CoNLL-U (`egnlp "
-             "parse-text --jobs 1`; a Python process that loads the UDPipe model and runs its pipeline), on a "
-             "machine shared with other jobs; train CPU s: the sum of egnlp's training commands, UDPipe's training "
-             "process.")
+             "pipeline run --jobs 1`; a Python process that loads the UDPipe model and runs its pipeline), on a "
+             "machine shared with other jobs; train CPU s: the whole `egnlp pipeline train` command, UDPipe's "
+             "training process.")
     return text
 
 

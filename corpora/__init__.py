@@ -20,6 +20,7 @@ _EXPORTS = {
     "FORMATS": "formats", "detect_format": "formats", "parse_corpus": "formats", "read_corpus": "formats",
     "parse_malt_tab": "malt",
     "Sentence": "sentence", "is_projective": "sentence",
+    "Conll18Score": "ud_evaluation", "conll18_scores": "ud_evaluation", "format_conll18_table": "ud_evaluation",
 }
 
 if TYPE_CHECKING:
@@ -31,20 +32,24 @@ if TYPE_CHECKING:
     from .formats import FORMATS, detect_format, parse_corpus, read_corpus
     from .malt import parse_malt_tab
     from .sentence import Sentence, is_projective
+    from .ud_evaluation import Conll18Score, conll18_scores, format_conll18_table
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
+    "Conll18Score",
     "CorpusError",
     "DataNotFoundError",
     "DatasetInfo",
     "FORMATS",
     "InvalidTreeError",
     "Sentence",
+    "conll18_scores",
     "dataset_root",
     "dataset_task",
     "detect_format",
     "format_conll",
+    "format_conll18_table",
     "format_parsed",
     "guess_root",
     "is_dataset",

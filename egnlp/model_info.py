@@ -40,14 +40,16 @@ def _other_kind(error: ModelError) -> bool:
     return "expected a model of kind" in str(error)
 
 
-def load_model(path: str | os.PathLike[str]) -> Parser | Tagger:
-    """The parser or tagger of a model file, whichever it holds.
+def load_model(path: str | os.PathLike[str]) -> Any:
+    """The parser, tagger or pipeline of a model file, whichever it holds.
 
     Raises:
         ModelError: a missing, unreadable or damaged file, or one that holds no egnlp model.
     """
+    from egnlp.pipeline import Pipeline
+
     errors = []
-    for load in (Parser.load, Tagger.load):
+    for load in (Parser.load, Tagger.load, Pipeline.load):
         try:
             return load(path)
         except ModelError as exc:
@@ -55,7 +57,7 @@ def load_model(path: str | os.PathLike[str]) -> Parser | Tagger:
                 raise
             errors.append(exc)
     found = str(errors[-1]).rpartition("found ")[2]
-    raise ModelError(f"{path}: not an egnlp parser or tagger model (its kind is {found})") from None
+    raise ModelError(f"{path}: not an egnlp parser, tagger or pipeline model (its kind is {found})") from None
 
 
 def model_info(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -64,16 +66,28 @@ def model_info(path: str | os.PathLike[str]) -> dict[str, Any]:
     Raises:
         ModelError: as :func:`load_model`.
     """
+    from egnlp.pipeline import COLUMN_NAMES, PIPELINE_VERSION, Pipeline
+
     model = load_model(path)
-    size = os.path.getsize(path)
+    head = {"file": str(path), "bytes": os.path.getsize(path)}
+    if not isinstance(model, Pipeline):
+        return _finite({**head, **_model_part(model)})
+    stages = {f"{COLUMN_NAMES[column]} tagger": _model_part(tagger) for column, tagger in model.taggers.items()}
+    stages["parser"] = _model_part(model.parser)
+    components = [name for name, stage in (("tokenizer", model.tokenizer), ("multiword tokens", model.multiword))
+                  if stage is not None] + list(stages)
+    return _finite({**head, "kind": "pipeline", "format_version": PIPELINE_VERSION, "language": model.language,
+                    "components": components, "training": model.info, "stages": stages})
+
+
+def _model_part(model: Parser | Tagger) -> dict[str, Any]:
+    """The description of one parser or tagger (a model file's, or a pipeline stage's)."""
     if isinstance(model, Parser):
-        out = {"file": str(path), "bytes": size, "kind": "parser", "format_version": parser_model.FORMAT_VERSION,
-               **_parser_part(model)}
+        out = {"kind": "parser", "format_version": parser_model.FORMAT_VERSION, **_parser_part(model)}
     else:
-        out = {"file": str(path), "bytes": size, "kind": "tagger", "format_version": tagger_model.FORMAT_VERSION,
-               **_tagger_part(model)}
+        out = {"kind": "tagger", "format_version": tagger_model.FORMAT_VERSION, **_tagger_part(model)}
     out["training"] = _training_part(model.info)
-    return _finite(out)
+    return out
 
 
 def _parser_part(parser: Parser) -> dict[str, Any]:
@@ -218,9 +232,30 @@ def _data_line(data: dict[str, Any]) -> str:
 
 
 def format_info(info: dict[str, Any]) -> str:
-    """The description of :func:`model_info` as aligned ``name  value`` lines."""
-    rows: list[tuple[str, str]] = [("file", f"{info['file']} ({_number(info['bytes'])} bytes)"),
-                                   ("kind", f"{info['kind']}, format version {info['format_version']}")]
+    """The description of :func:`model_info` as aligned ``name  value`` lines (a pipeline's stages each
+    under a heading of its own)."""
+    rows = [("file", f"{info['file']} ({_number(info['bytes'])} bytes)")]
+    if info["kind"] != "pipeline":
+        return _aligned(rows + _rows(info))
+    training = info["training"]
+    cpu = training.get("train_cpu_seconds") or {}
+    rows += [("kind", f"pipeline, format version {info['format_version']}"), ("language", info["language"]),
+             ("stages", ", ".join(info["components"])),
+             ("tokenizer", str(training.get("tokenizer", "not recorded"))),
+             ("training data", f"{training.get('data') or 'not recorded'}, {_number(training.get('sentences'))} "
+              f"sentences; {sum(cpu.values()):.1f} CPU s")]
+    return _aligned(rows) + "".join(f"\n{name}:\n" + _aligned(_rows(stage), "  ")
+                                    for name, stage in info["stages"].items())
+
+
+def _aligned(rows: list[tuple[str, str]], indent: str = "") -> str:
+    width = max(len(name) for name, _ in rows)
+    return "".join(f"{indent}{name:<{width}}  {value}\n" for name, value in rows)
+
+
+def _rows(info: dict[str, Any]) -> list[tuple[str, str]]:
+    """The ``(name, value)`` lines of one parser or tagger's description."""
+    rows: list[tuple[str, str]] = [("kind", f"{info['kind']}, format version {info['format_version']}")]
     features = info["features"]
     if info["kind"] == "parser":
         parts = {2: "arcs and siblings (second order)", 3: "arcs, siblings and grandparents (third order)"
@@ -272,5 +307,4 @@ def format_info(info: dict[str, Any]) -> str:
     if labeler:
         rows.append(("labeler", f"{_number(labeler['labels'])} labels, {_number(labeler['features'])} features; "
                      f"{_final(labeler['final'])}"))
-    width = max(len(name) for name, _ in rows)
-    return "".join(f"{name:<{width}}  {value}\n" for name, value in rows)
+    return rows

@@ -1,13 +1,19 @@
-"""From raw text to dependency trees: split and tokenise, tag, parse; CoNLL-U out (:class:`Pipeline`).
+"""From raw text to dependency trees: split and tokenise, split multiword tokens, tag, parse; CoNLL-U out
+(:class:`Pipeline`, saved as one model file).
 
-    from egnlp import Parser, Pipeline, Tagger
-    pipeline = Pipeline([Tagger.load("upos.npz")], Parser.load("pt.npz"), language="pt")
+    from egnlp import Pipeline
+    pipeline = Pipeline.load("pt.model")                  # egnlp pipeline train pt_bosque-ud-test.conllu
     print(pipeline.conllu("O Sr. Silva chegou às 9h30. Saiu."))
 
 The text is first normalised to Unicode NFC (composed characters), which the
-UD validator requires of every line. Sentences and tokens come from
-:mod:`egnlp.tagger.text` (NLTK's Punkt and word tokenizer, with the offsets of every token), knowing the abbreviations
-of the taggers' training vocabularies as well as the language's. Each
+UD validator requires of every line. Sentences and tokens come from the
+pipeline's tokenizer (:mod:`egnlp.tagger.tokenizer_model`, trained on the
+treebank's text) or, without one, from :mod:`egnlp.tagger.text` (NLTK's Punkt
+and word tokenizer, with the offsets of every token), knowing the
+abbreviations of the taggers' training vocabularies as well as the
+language's; the multiword expander (:mod:`egnlp.tagger.multiword`) splits
+tokens into the words that are tagged and parsed, written below a ``1-2``
+range line that carries the token. Each
 sentence is written with ``# sent_id = N`` and ``# text = ...`` (its original
 characters, a line break as a space); FORM is the token's original
 characters; MISC says ``SpaceAfter=No`` where no whitespace follows the token
@@ -25,25 +31,36 @@ has the one and not the other. LEMMA and FEATS are ``_``; DEPREL is the
 parser's labels (``_`` for an unlabelled parser). With ``confidence``, MISC
 also holds each word's probability of its tags and head under the models
 (``UPosProb``, ``XPosProb``, ``HeadProb``).
+
+A pipeline file holds each stage's arrays as ``STAGE__NAME`` and each stage's
+metadata under ``stages`` (kind ``egnlp-pipeline``): the stages are the
+tokenizer, the multiword expander, the taggers (``upos``, ``pos``) and the
+parser, each read by its own model class's checks.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import unicodedata
-from typing import Sequence
+from typing import Any, Sequence
+
+import numpy as np
 
 from egnlp.base.errors import InputError, ModelError
+from egnlp.base.files import read_npz, write_npz_atomic
 from egnlp.corpora import Sentence, format_conll
-from egnlp.corpora.sentence import BLANK, FORM, probability_text
+from egnlp.corpora.sentence import BLANK, CPOS, FORM, POS, probability_text
 from egnlp.parser.parser_model import Parser
 from egnlp.corpora.tagging import slash_text
+from egnlp.tagger.multiword import MultiwordExpander
+from egnlp.tagger.tokenizer_model import Tokenizer
 from egnlp.tagger.tagger_model import Tagger
-from egnlp.tagger.text import TextSentence, language_name, segment, vocabulary_abbreviations
+from egnlp.tagger.text import TextSentence, language_name, segment, segment_lines, vocabulary_abbreviations
 
-__all__ = ["COLUMN_NAMES", "Pipeline", "parse_text", "parser_columns", "slash_text", "tag_text", "text_sentences",
-           "to_conllu", "tokens_sentence"]
+__all__ = ["COLUMN_NAMES", "INPUTS", "Pipeline", "parse_text", "parser_columns", "slash_text", "tag_text",
+           "text_sentences", "to_conllu", "tokens_sentence"]
 
 _SPACE = re.compile(r"\s+")
 _LINE_BREAK = re.compile(r"[^\S ]")  # whitespace other than a space, written as a space in '# text'
@@ -51,6 +68,12 @@ _LINE_BREAK = re.compile(r"[^\S ]")  # whitespace other than a space, written as
 COLUMN_NAMES = {"upos": "UPOS", "pos": "XPOS"}
 # The tagger columns a parser's features read, by its ``tags`` setting.
 PARSER_COLUMNS = {"upos": ("upos",), "xpos": ("pos",), "both": ("upos", "pos")}
+# How a pipeline reads its input (UDPipe's input formats): raw text split into sentences and tokens; one
+# sentence a line; one sentence a line with its tokens between spaces; CoNLL-U, whose words are kept.
+INPUTS = ("text", "lines", "tokens", "conllu")
+PIPELINE_KIND = "egnlp-pipeline"
+PIPELINE_VERSION = 1
+_STAGE_MARK = "__"  # between a stage's name and its array's name in a pipeline file
 _SPACE_ESCAPES = {" ": "\\s", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
@@ -102,13 +125,13 @@ def _taggers_by_column(taggers: "Tagger | Sequence[Tagger]") -> dict[str, Tagger
     return out
 
 
-def _feature_forms(sentence: TextSentence, vocabulary: set[str] | None) -> list[str]:
-    """The forms a tagger sees: the Treebank form of a token whose characters the tagger never saw in
-    training while it saw the Treebank form (``` `` ``` for ``"`` in PTB data); else the characters."""
+def _feature_forms(words: Sequence[tuple[str, str]], vocabulary: set[str] | None) -> list[str]:
+    """The forms a tagger sees of (form, Treebank form) words: the Treebank form of a word whose characters
+    the tagger never saw in training while it saw the Treebank form (``` `` ``` for ``"`` in PTB data);
+    else the characters."""
     if vocabulary is None:
-        return [t.norm for t in sentence.tokens]
-    return [t.norm if t.norm != t.form and t.form not in vocabulary and t.norm in vocabulary else t.form
-            for t in sentence.tokens]
+        return [norm for _, norm in words]
+    return [norm if norm != form and form not in vocabulary and norm in vocabulary else form for form, norm in words]
 
 
 def _misc(space_after: str | None) -> str:
@@ -125,49 +148,109 @@ def tag_text(text: str, taggers: "Tagger | Sequence[Tagger]", *, comments: bool 
     """Split and tokenise ``text`` and tag it with POS taggers (one per column: UPOS and/or XPOS), each
     filling its own column: one CoNLL-U Sentence (no heads) per sentence (see the module docstring)."""
     by_column = _taggers_by_column(taggers)
-    return _tagged(text, by_column, comments, language)[0]
+    return _tagged(_segmented(text, "text", language, by_column), by_column, comments)[0]
 
 
-def _tagged(text: str, by_column: dict[str, Tagger], comments: bool, language: str, jobs: int | None = 1,
-            confidence: bool = False):
-    """(tagged Sentences with original forms, the same with the forms the models see); with ``confidence``,
-    each tag's probability in MISC under its tagger's key (:attr:`Tagger.confidence_key`)."""
-    vocabularies = {column: (set(t.vocabulary) if t.vocabulary is not None else None)
-                    for column, t in by_column.items()}
-    abbreviations = set().union(*(vocabulary_abbreviations(v) for v in vocabularies.values()))
-    pieces = segment(unicodedata.normalize("NFC", text), language, sorted(abbreviations))  # UD's FORM and text
-    tags, probs = {}, {}
+def _segmented(text: str, mode: str, language: str, by_column: dict[str, Tagger],
+               tokenizer: Tokenizer | None = None) -> list[TextSentence]:
+    """The sentences and tokens of ``text`` read as ``mode`` (``text``, ``lines`` or ``tokens``: see
+    :data:`INPUTS`), in Unicode NFC (UD's FORM and text): by ``tokenizer`` if given, else by Punkt and the
+    Treebank word tokenizer, knowing the abbreviations of the taggers' training vocabularies."""
+    text = unicodedata.normalize("NFC", text)
+    if tokenizer is not None and mode == "text":
+        return tokenizer.tokenize(text)
+    if tokenizer is not None and mode == "lines":
+        return [_one_sentence(tokenizer.tokenize(line.group()), line.start())
+                for line in re.finditer(r"[^\n]*\S[^\n]*", text)]
+    vocabularies = [set(t.vocabulary) if t.vocabulary is not None else None for t in by_column.values()]
+    abbreviations = sorted(set().union(*(vocabulary_abbreviations(v) for v in vocabularies)))
+    if mode == "text":
+        return segment(text, language, abbreviations)
+    # a line is a sentence: the line break after its last token is no part of the text
+    return [dataclasses.replace(s, tokens=(*s.tokens[:-1], dataclasses.replace(s.tokens[-1], space_after=" ")))
+            for s in segment_lines(text, language, abbreviations, tokenized=mode == "tokens")]
+
+
+def _one_sentence(sentences: Sequence[TextSentence], offset: int) -> TextSentence:
+    """The sentences of a line as one sentence, its offsets moved by ``offset``, the line's end no space."""
+    tokens = [dataclasses.replace(t, start=t.start + offset, end=t.end + offset) for s in sentences for t in s.tokens]
+    tokens[-1] = dataclasses.replace(tokens[-1], space_after=" ")
+    text = "".join(t.form + (t.space_after or "") for t in tokens[:-1]) + tokens[-1].form
+    return TextSentence(tokens[0].start, tokens[-1].end, text, tuple(tokens))
+
+
+def _tagged(pieces: Sequence[TextSentence], by_column: dict[str, Tagger], comments: bool, jobs: int | None = 1,
+            multiword: MultiwordExpander | None = None, confidence: bool = False):
+    """(tagged Sentences with original forms, the same with the forms the models see): the tokens of each
+    piece, split into words by ``multiword`` (if given), tagged by each tagger; with ``confidence``, each
+    tag's probability in MISC under its tagger's key (:attr:`Tagger.confidence_key`)."""
+    untagged, words = [], []
+    for k, piece in enumerate(pieces):
+        lines = (f"# sent_id = {k + 1}", f"# text = {_LINE_BREAK.sub(' ', piece.text)}") if comments else ()
+        miscs = [_misc(token.space_after) for token in piece.tokens]
+        if multiword is not None:
+            sentence = multiword.sentence([token.form for token in piece.tokens], miscs, lines)
+            if len(sentence) > len(piece.tokens):  # the models see split words as they are
+                untagged.append(sentence)
+                words.append([(form, form) for form in sentence.forms])
+                continue
+        untagged.append(Sentence(tuple((str(i + 1), token.form, *(BLANK,) * 7, misc)
+                                       for i, (token, misc) in enumerate(zip(piece.tokens, miscs))),
+                                 tuple((0, line) for line in lines)))
+        words.append([(token.form, token.norm) for token in piece.tokens])
     model_forms = None
+    tagged = untagged
     for column, tagger in by_column.items():
-        forms = [_feature_forms(s, vocabularies[column]) for s in pieces]
-        if confidence:
-            tags[column], probs[column] = tagger.predict(forms, jobs=jobs, confidence=True)
-        else:
-            tags[column] = tagger.predict(forms, jobs=jobs)
+        vocabulary = set(tagger.vocabulary) if tagger.vocabulary is not None else None
+        forms = [_feature_forms(w, vocabulary) for w in words]
+        tagged = _with_tags(tagged, tagger, forms, jobs, confidence)
         if model_forms is None or column == "pos":
             model_forms = forms  # the parser sees the forms of its fine-tag tagger
-    shown, seen = [], []
-    for k, piece in enumerate(pieces):
-        rows = []
-        for i, token in enumerate(piece.tokens):
-            upos = tags["upos"][k][i] if "upos" in tags else BLANK
-            xpos = tags["pos"][k][i] if "pos" in tags else BLANK
-            rows.append((str(i + 1), token.form, BLANK, upos, xpos, BLANK, BLANK, BLANK, BLANK,
-                         _misc(token.space_after)))
-        lines = (f"# sent_id = {k + 1}", f"# text = {_LINE_BREAK.sub(' ', piece.text)}") if comments else ()
-        sentence = Sentence(tuple(rows), tuple((0, line) for line in lines))
-        for column, tagger in by_column.items():
-            if confidence:
-                sentence = sentence.with_misc(tagger.confidence_key, [probability_text(p) for p in probs[column][k]])
-        shown.append(sentence)
-        seen.append(_with_forms(sentence, model_forms[k]))
-    return shown, seen
+    return tagged, [_with_forms(s, f) for s, f in zip(tagged, model_forms or [s.forms for s in tagged])]
+
+
+def _with_tags(sentences: Sequence[Sentence], tagger: Tagger, forms: Sequence[Sequence[str]], jobs: int | None,
+               confidence: bool) -> list[Sentence]:
+    """``sentences`` with the tags ``tagger`` gives ``forms`` in its column (UPOS or XPOS) and, with
+    ``confidence``, their probabilities in MISC."""
+    index = CPOS if tagger.column == "upos" else POS
+    found = tagger.predict(forms, jobs=jobs, confidence=True) if confidence else (tagger.predict(forms, jobs=jobs),)
+    out = [dataclasses.replace(s, rows=tuple(row[:index] + (tag,) + row[index + 1:] for row, tag in zip(s.rows, t)))
+           for s, t in zip(sentences, found[0])]
+    if confidence:
+        out = [s.with_misc(tagger.confidence_key, [probability_text(p) for p in probs])
+               for s, probs in zip(out, found[1])]
+    return out
 
 
 def _with_forms(sentence: Sentence, forms: Sequence[str]) -> Sentence:
     """A copy of ``sentence`` with other FORMs."""
     rows = tuple(row[:FORM] + (form,) + row[FORM + 1:] for row, form in zip(sentence.rows, forms))
     return dataclasses.replace(sentence, rows=rows)
+
+
+def _stage_parts(stages: dict[str, tuple[dict[str, np.ndarray], dict[str, Any]]], meta: dict[str, Any]
+                 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """One model file's arrays and metadata holding each stage's (arrays, metadata): the arrays named
+    ``STAGE__NAME`` (a model file's array names are identifiers), the metadata under ``stages``."""
+    arrays = {f"{stage}{_STAGE_MARK}{name}": array
+              for stage, (parts, _) in stages.items() for name, array in parts.items()}
+    return arrays, {**meta, "stages": {stage: stage_meta for stage, (_, stage_meta) in stages.items()}}
+
+
+def _stages_of(arrays: dict[str, np.ndarray], meta: dict[str, Any], path: str
+               ) -> dict[str, tuple[dict[str, np.ndarray], dict[str, Any]]]:
+    """The inverse of :func:`_stage_parts` (ModelError for arrays of no stage, or metadata not an object)."""
+    stages = meta.get("stages")
+    if not isinstance(stages, dict) or not all(isinstance(m, dict) for m in stages.values()):
+        raise ModelError(f"{path}: inconsistent model file (no stages in its metadata)")
+    out: dict[str, tuple[dict[str, np.ndarray], dict[str, Any]]] = {stage: ({}, m) for stage, m in stages.items()}
+    for name, array in arrays.items():
+        stage, _, inner = name.partition(_STAGE_MARK)
+        if stage not in out or not inner:
+            raise ModelError(f"{path}: inconsistent model file (array {name[:40]!r} of no stage)")
+        out[stage][0][inner] = array
+    return out
 
 
 class Pipeline:
@@ -177,9 +260,14 @@ class Pipeline:
         from egnlp import Parser, Pipeline, Tagger
         pipeline = Pipeline([Tagger.load("pt-upos.npz")], Parser.load("pt.npz"), language="pt")
         print(pipeline.conllu("O Sr. Silva chegou às 9h30. Saiu."))
+        pipeline.save("pt.model")                       # one file: egnlp pipeline run pt.model text.txt
+        Pipeline.load("pt.model").conllu("Saiu.")
 
     ``language`` picks Punkt's model and abbreviations (a Punkt language name or code, e.g. ``portuguese``
-    or ``pt``).
+    or ``pt``) when there is no ``tokenizer`` (:class:`~egnlp.tagger.tokenizer_model.Tokenizer`, trained
+    on the treebank's text), which splits raw text into sentences and tokens. ``multiword`` splits tokens
+    into syntactic words (``do`` = ``de o``, written as a CoNLL-U range) before tagging. ``info`` is what
+    the pipeline's training records (``egnlp model info`` shows it).
 
     Raises:
         InputError, ModelError: a tagger that is not a POS tagger (a chunker, say); a tag column the parser
@@ -187,13 +275,22 @@ class Pipeline:
         ValueError: an unknown language.
     """
 
-    def __init__(self, taggers: "Tagger | Sequence[Tagger]", parser: Parser, *, language: str = "english") -> None:
+    def __init__(self, taggers: "Tagger | Sequence[Tagger]", parser: Parser, *, language: str = "english",
+                 tokenizer: Tokenizer | None = None, multiword: MultiwordExpander | None = None,
+                 info: dict[str, Any] | None = None) -> None:
         if not isinstance(parser, Parser):
             raise InputError(f"parser must be an egnlp Parser, not {type(parser).__name__}")
+        if multiword is not None and not isinstance(multiword, MultiwordExpander):
+            raise InputError(f"multiword must be an egnlp MultiwordExpander, not {type(multiword).__name__}")
+        if tokenizer is not None and not isinstance(tokenizer, Tokenizer):
+            raise InputError(f"tokenizer must be an egnlp Tokenizer, not {type(tokenizer).__name__}")
+        self.tokenizer = tokenizer
         language_name(language)
         self.taggers = _taggers_by_column(taggers)
         self.parser = parser
+        self.multiword = multiword
         self.language = language
+        self.info = dict(info or {})
         needed = parser_columns(parser)
         reads = " and ".join(COLUMN_NAMES[c] for c in needed)
         setting = f"trained with --pos {parser.featurizer.tags}"
@@ -208,12 +305,14 @@ class Pipeline:
                 raise InputError(f"the parser reads {reads} tags only ({setting}); a tagger that predicts "
                                  f"{COLUMN_NAMES[column]} is not used: leave it out")
 
-    def parse(self, text: str, *, comments: bool = True, jobs: int | None = 1,
+    def parse(self, text: str, *, input: str = "text", comments: bool = True, jobs: int | None = 1,
               confidence: bool = False) -> list[Sentence]:
         """One CoNLL-U Sentence per sentence of ``text`` with the predicted tags, heads and labels, with
         ``# sent_id`` / ``# text`` comments unless ``comments`` is False (see the module docstring); text
-        without tokens gives []. ``jobs`` processes (None: every core) tag and parse blocks of sentences;
-        the result is the same for any number.
+        without tokens gives []. ``input`` says how to read ``text`` (:data:`INPUTS`); with ``conllu``
+        the words, comments and multiword tokens are kept (and ``comments`` has no effect). ``jobs``
+        processes (None: every core) tag and parse blocks of sentences; the result is the same for any
+        number.
 
         With ``confidence``, MISC also holds each word's probabilities under the models: of its tags
         (``UPosProb``, ``XPosProb``: :meth:`Tagger.predict <egnlp.tagger.Tagger.predict>`) and of its head
@@ -221,17 +320,73 @@ class Pipeline:
         ``HeadProb=0.8731|SpaceAfter=No|UPosProb=0.9954``.
 
         Raises:
-            ValueError: text with a lone surrogate or a control character.
+            ValueError: an unknown ``input``; text with a lone surrogate or a control character.
+            CorpusError: ``conllu`` input that is not CoNLL-U.
         """
-        shown, seen = _tagged(text, self.taggers, comments, self.language, jobs, confidence)
+        if input not in INPUTS:
+            raise ValueError(f"input must be one of {', '.join(INPUTS)}, not {input!r}")
+        if input == "conllu":
+            from egnlp.corpora import parse_corpus
+            return self.parse_sentences(parse_corpus(text, "<text>", "conll", require_heads=False)[1], jobs=jobs,
+                                        confidence=confidence)
+        pieces = _segmented(text, input, self.language, self.taggers, self.tokenizer)
+        shown, seen = _tagged(pieces, self.taggers, comments, jobs, self.multiword, confidence)
         if not shown:
             return []
         parsed = self.parser.parse_corpus(seen, jobs=jobs, confidence=confidence)
         return [_with_forms(tree, original.forms) for tree, original in zip(parsed, shown)]
 
-    def conllu(self, text: str, *, jobs: int | None = 1, confidence: bool = False) -> str:
+    def parse_sentences(self, sentences: Sequence[Sentence], *, jobs: int | None = 1,
+                        confidence: bool = False) -> list[Sentence]:
+        """Tag and parse sentences whose words are given (a CoNLL-U file's): the taggers' columns and HEAD,
+        DEPREL are predicted, DEPS cleared; FORM, LEMMA, FEATS, MISC, comments and multiword-token lines
+        are kept (``confidence``: as :meth:`parse`)."""
+        tagged = list(sentences)
+        if not tagged:
+            return []
+        for tagger in self.taggers.values():
+            tagged = _with_tags(tagged, tagger, [s.forms for s in tagged], jobs, confidence)
+        return self.parser.parse_corpus(tagged, jobs=jobs, confidence=confidence)
+
+    def conllu(self, text: str, *, input: str = "text", jobs: int | None = 1, confidence: bool = False) -> str:
         """The CoNLL-U text of :meth:`parse`."""
-        return to_conllu(self.parse(text, jobs=jobs, confidence=confidence))
+        return to_conllu(self.parse(text, input=input, jobs=jobs, confidence=confidence))
+
+    # -- files ---------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the whole pipeline (taggers, parser, language, info) as one model file, atomically."""
+        stages = {name: stage.file_parts() for name, stage in (("tokenizer", self.tokenizer),
+                                                                   ("multiword", self.multiword)) if stage is not None}
+        stages.update((column, tagger.file_parts()) for column, tagger in self.taggers.items())
+        stages["parser"] = self.parser.file_parts()
+        meta = {"kind": PIPELINE_KIND, "format_version": PIPELINE_VERSION, "language": self.language,
+                "info": self.info}
+        write_npz_atomic(path, *_stage_parts(stages, meta))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, prune: bool = True) -> "Pipeline":
+        """Read a pipeline file written by :meth:`save` (``prune``: as :meth:`Parser.load`).
+
+        Raises:
+            ModelError: any file that is not a pipeline model of this format, or whose contents do not agree.
+        """
+        arrays, meta = read_npz(path, PIPELINE_KIND, PIPELINE_VERSION)
+        path = str(path)
+        stages = _stages_of(arrays, meta, path)
+        language, info = meta.get("language"), meta.get("info")
+        if "parser" not in stages or not set(stages) - {"parser", "tokenizer", "multiword"} <= set(COLUMN_NAMES):
+            raise ModelError(f"{path}: inconsistent model file (stages {', '.join(sorted(stages))[:60]})")
+        if not isinstance(language, str) or not isinstance(info, dict):
+            raise ModelError(f"{path}: inconsistent model file (no language or info)")
+        parser = Parser.from_file_parts(*stages.pop("parser"), path, prune=prune)
+        multiword = MultiwordExpander.from_file_parts(*stages.pop("multiword"), path) if "multiword" in stages else None
+        tokenizer = Tokenizer.from_file_parts(*stages.pop("tokenizer"), path) if "tokenizer" in stages else None
+        taggers = [Tagger.from_file_parts(*parts, path) for parts in stages.values()]
+        try:
+            return cls(taggers, parser, language=language, tokenizer=tokenizer, multiword=multiword, info=info)
+        except (InputError, ValueError) as exc:
+            raise ModelError(f"{path}: inconsistent model file ({exc})") from None
 
 
 def parse_text(text: str, taggers: "Tagger | Sequence[Tagger]", parser: Parser, *, comments: bool = True,

@@ -1,6 +1,6 @@
 """One settings object per job: how a parser or a tagger is trained, its defaults and its rules, once.
 
-:class:`ParserSettings` and :class:`TaggerSettings` are frozen dataclasses.
+:class:`ParserSettings`, :class:`TaggerSettings` and :class:`TokenizerSettings` are frozen dataclasses.
 The command line builds them from its options (each field's metadata is its
 option: flag, help and shown default, so ``--help`` and ``docs/cli.md`` are
 made from here), the Python API from its keyword arguments
@@ -53,6 +53,14 @@ MAXENT_SIGMA2 = 10.0
 MAXENT_PASSES = 100
 MAXENT_TOL = 1e-5
 MAXENT_BEAM = 3
+
+# --- the tokenizer's defaults (benchmarks/tokenizer_accuracy.py tunes them on the last tenth of the training
+# file) -------------------------------------------------------------------------------------------------------
+TOKENIZER_TRAINER = "eg-ll"
+TOKENIZER_C = 1.0
+TOKENIZER_PASSES = 20
+# The non-whitespace characters of a training example at least (whole sentences of one paragraph).
+TOKENIZER_EXAMPLE_CHARS = 1000
 
 # --- the benches' runs (egnlp bench): the comparisons of Collins et al. (2008) and Zhang et al. (2011) ---------
 BENCH_TRAINERS = {"ll": ("eg-ll", "lbfgs", "sgd", "eg-ll-batch"), "mm": ("eg-mm", "cutting-plane", "bcfw")}
@@ -441,6 +449,55 @@ class TaggerSettings:
                                                  ("seed", self.seed), ("max_seconds", self.max_seconds))
                  if value is not None}
         return _config(spec, {**base, **given, **self.trainer_options}, TaggerSettings)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "trainer_options": dict(self.trainer_options)}
+
+
+@dataclass(frozen=True)
+class TokenizerSettings:
+    """How a tokenizer is trained from a CoNLL-U file (:func:`egnlp.tokenizer_training.train_tokenizer`): a
+    linear-chain CRF over the characters of the text (:mod:`egnlp.tagger.tokenizer_model`), trained by a
+    structured trainer (online EG on the log-linear dual by default, Collins et al. 2008)."""
+
+    trainer: str = option(TOKENIZER_TRAINER, "--trainer", "A structured trainer of 'egnlp parser train'.",
+                          choices=tuple(trainer_names(STRUCTURED)))
+    C: float = option(TOKENIZER_C, "--C", "Regularisation constant C of sum_i loss_i + C/2 ||w||^2.")
+    max_passes: int = option(TOKENIZER_PASSES, "--passes", "Pass limit.")
+    tol: float | None = option(None, "--tol", "Convergence tolerance.", shown="the trainer's")
+    anneal: bool | None = same_option(ParserSettings, "anneal")
+    order: str | None = same_option(ParserSettings, "order")
+    max_seconds: float | None = same_option(ParserSettings, "max_seconds")
+    seed: int | None = same_option(ParserSettings, "seed")
+    example_chars: int = option(TOKENIZER_EXAMPLE_CHARS, "--example-chars", "Cut each paragraph into training "
+                                "examples of whole sentences with at least this many non-whitespace characters.")
+    trainer_options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "trainer_options", dict(self.trainer_options))
+        _check_types(self)
+        for name in ("trainer", "order"):
+            _check_choice(self, name)
+        for name, least in (("max_passes", 0), ("example_chars", 1)):
+            _check_count(self, name, least)
+        self.trainer_config()
+
+    @classmethod
+    def build(cls, settings: TokenizerSettings | None = None, **options: Any) -> TokenizerSettings:
+        """As :meth:`ParserSettings.build`."""
+        return _build(cls, settings, options)
+
+    @property
+    def spec(self) -> Trainer:
+        return get_trainer(self.trainer, STRUCTURED)
+
+    def trainer_config(self) -> Any:
+        """The trainer's config: C, the pass limit and the settings given."""
+        given = {name: value for name, value in (("tol", self.tol), ("anneal", self.anneal), ("order", self.order),
+                                                 ("seed", self.seed), ("max_seconds", self.max_seconds))
+                 if value is not None}
+        return _config(self.spec, {"C": self.C, "max_passes": self.max_passes, **given, **self.trainer_options},
+                       TokenizerSettings)
 
     def as_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "trainer_options": dict(self.trainer_options)}

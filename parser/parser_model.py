@@ -411,6 +411,10 @@ class Parser(NLTKBase):
         return graph
 
     def save(self, path: str | os.PathLike[str]) -> None:
+        write_npz_atomic(path, *self.file_parts())
+
+    def file_parts(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """The arrays and metadata of the model file :meth:`save` writes (:meth:`from_file_parts` reads them)."""
         meta = {
             "kind": MODEL_KIND,
             "format_version": FORMAT_VERSION,
@@ -432,7 +436,7 @@ class Parser(NLTKBase):
             arrays["grand_keys"] = self.grand.keys
         if self.labeler is not None:
             arrays.update(self.labeler.arrays())
-        write_npz_atomic(path, arrays, meta)
+        return arrays, meta
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, tagger: Any = None, prune: bool = True) -> "Parser":
@@ -442,6 +446,16 @@ class Parser(NLTKBase):
             ModelError: any file that is not a parser model of this format, or whose contents do not agree.
         """
         arrays, meta = read_npz(path, MODEL_KIND, FORMAT_VERSION)
+        return cls.from_file_parts(arrays, meta, path, tagger=tagger, prune=prune)
+
+    @classmethod
+    def from_file_parts(cls, arrays: dict[str, np.ndarray], meta: dict[str, Any], path: str | os.PathLike[str], *,
+                        tagger: Any = None, prune: bool = True) -> "Parser":
+        """The parser of :meth:`file_parts`' arrays and metadata read from ``path`` (named in errors).
+
+        Raises:
+            ModelError: contents that do not agree.
+        """
         features = meta.get("features")
         if not isinstance(features, dict):
             raise ModelError(f"{path}: inconsistent model file (no feature configuration)")

@@ -350,6 +350,10 @@ class Tagger(NLTKBase):
     # -- files ---------------------------------------------------------------
 
     def save(self, path: str | os.PathLike[str]) -> None:
+        write_npz_atomic(path, *self.file_parts())
+
+    def file_parts(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """The arrays and metadata of the model file :meth:`save` writes (:meth:`from_file_parts` reads them)."""
         arrays, inner_meta = self.model.to_arrays()
         reserved = [name for name in ("meta", *VOCAB_ARRAYS) if name in arrays]
         if reserved:
@@ -364,7 +368,7 @@ class Tagger(NLTKBase):
             "inner": inner_meta,
             "info": self.info,
         }
-        write_npz_atomic(path, arrays, meta)
+        return arrays, meta
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "Tagger":
@@ -374,6 +378,16 @@ class Tagger(NLTKBase):
             ModelError: any file that is not a tagger model of this format, or whose contents do not agree.
         """
         arrays, meta = read_npz(path, MODEL_KIND, FORMAT_VERSION)
+        return cls.from_file_parts(arrays, meta, path)
+
+    @classmethod
+    def from_file_parts(cls, arrays: dict[str, np.ndarray], meta: dict[str, Any],
+                        path: str | os.PathLike[str]) -> "Tagger":
+        """The tagger of :meth:`file_parts`' arrays and metadata read from ``path`` (named in errors).
+
+        Raises:
+            ModelError: contents that do not agree.
+        """
         try:
             kind, column, inner = meta["model"], meta["column"], meta["inner"]
         except KeyError as exc:

@@ -40,22 +40,18 @@ import re
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
-
-from nltk.tokenize.destructive import NLTKWordTokenizer
-from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
-
-try:  # NLTK 3.8.2 and later read the pickle-free Punkt models (punkt_tab)
-    from nltk.tokenize.punkt import PunktTokenizer
-except ImportError:  # pragma: no cover - older NLTK: the built-in parameters below
-    PunktTokenizer = None
+from typing import TYPE_CHECKING, Any, Iterable
 
 from egnlp.base.errors import EgnlpWarning, SettingsError
 from egnlp.base.files import FORBIDDEN_CHARACTERS
 from egnlp.corpora.sentence import MAX_WORDS
 
-__all__ = ["LANGUAGES", "TextSentence", "Token", "language_name", "segment", "sentence_splitter",
-           "sentences_and_tokens", "split_sentences", "tokenize", "vocabulary_abbreviations"]
+if TYPE_CHECKING:  # NLTK loads when Punkt or the word tokenizer is first used (a trained tokenizer needs neither)
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+__all__ = ["LANGUAGES", "TextSentence", "Token", "check_text", "cut_pieces", "language_name", "paragraph_spans",
+           "segment", "segment_lines", "sentence_splitter", "sentences_and_tokens", "split_sentences", "tokenize",
+           "vocabulary_abbreviations"]
 
 # The languages of NLTK's Punkt models, by name and by ISO 639-1 code.
 LANGUAGES = {"cs": "czech", "da": "danish", "nl": "dutch", "en": "english", "et": "estonian", "fi": "finnish",
@@ -98,15 +94,20 @@ _REOPEN = re.compile(r"[?!][\"'\u00bb\u201d\u2019)\]}]*$")  # a sentence ending 
 _NONSPACE = re.compile(r"\S+")
 
 
-class _Tokenizer(NLTKWordTokenizer):
-    """NLTK's word tokenizer without the English contraction rules ("cannot" -> "can not")."""
+@lru_cache(maxsize=2)
+def _word_tokenizer(english: bool) -> Any:
+    """NLTK's word tokenizer; for other languages than English without the English contraction rules
+    ("cannot" -> "can not")."""
+    from nltk.tokenize.destructive import NLTKWordTokenizer
 
-    CONTRACTIONS2: list = []
-    CONTRACTIONS3: list = []
+    if english:
+        return NLTKWordTokenizer()
 
+    class Tokenizer(NLTKWordTokenizer):
+        CONTRACTIONS2: list = []
+        CONTRACTIONS3: list = []
 
-_ENGLISH_WORDS = NLTKWordTokenizer()
-_OTHER_WORDS = _Tokenizer()
+    return Tokenizer()
 
 
 @dataclass(frozen=True)
@@ -171,10 +172,13 @@ def vocabulary_abbreviations(forms: Iterable[str] | None) -> frozenset[str]:
 
 @lru_cache(maxsize=32)
 def _splitter(name: str, extra: frozenset[str]) -> PunktSentenceTokenizer:
+    from nltk.tokenize import punkt
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+
     try:
-        if PunktTokenizer is None:
+        if not hasattr(punkt, "PunktTokenizer"):  # NLTK 3.8.2 and later read the pickle-free models (punkt_tab)
             raise LookupError(name)
-        splitter: PunktSentenceTokenizer = PunktTokenizer(name)  # the pretrained model, when installed
+        splitter: PunktSentenceTokenizer = punkt.PunktTokenizer(name)  # the pretrained model, when installed
     except (LookupError, OSError, ValueError):
         rules = "built-in" if name in _ABBREVIATIONS else "no"
         warnings.warn(EgnlpWarning(f"NLTK's Punkt model for {name} is not on NLTK's data path: sentences are split "
@@ -194,7 +198,8 @@ def sentence_splitter(language: str = "english", abbreviations: Iterable[str] = 
     return _splitter(language_name(language), frozenset(a.lower().rstrip(".") for a in abbreviations if a))
 
 
-def _check(text: str) -> None:
+def check_text(text: str) -> None:
+    """Raise ValueError for text with a lone surrogate or a control character a CoNLL file cannot hold."""
     bad = _SURROGATE.search(text)
     if bad is not None:
         raise ValueError(f"text holds a lone surrogate U+{ord(bad.group()):04X} (character {bad.start() + 1}), "
@@ -205,7 +210,7 @@ def _check(text: str) -> None:
                              f"(character {match.start() + 1}), which a CoNLL file cannot hold")
 
 
-def _paragraphs(text: str) -> Iterable[tuple[int, int]]:
+def paragraph_spans(text: str) -> Iterable[tuple[int, int]]:
     """(start, end) of the paragraphs of ``text`` (pieces between blank lines); a byte order mark that
     begins the text (U+FEFF, a file's encoding signature) is in none."""
     begin = 1 if text.startswith(_BYTE_ORDER_MARK) else 0
@@ -217,7 +222,7 @@ def _paragraphs(text: str) -> Iterable[tuple[int, int]]:
 
 def _sentence_spans(text: str, splitter: PunktSentenceTokenizer) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
-    for p_start, p_end in _paragraphs(text):
+    for p_start, p_end in paragraph_spans(text):
         paragraph = text[p_start:p_end]
         if paragraph.isspace() or not paragraph:
             continue
@@ -255,7 +260,7 @@ def _align(text: str, start: int, end: int, words: list[str]) -> list[tuple[int,
 
 
 def _tokens(text: str, start: int, end: int, name: str, abbreviations: set[str]) -> list[tuple[int, int, str]]:
-    tokenizer = _ENGLISH_WORDS if name == "english" else _OTHER_WORDS
+    tokenizer = _word_tokenizer(name == "english")
     spans = _align(text, start, end, tokenizer.tokenize(text[start:end]))
     if len(spans) >= 2 and spans[-1][2] == "." and spans[-2][1] == spans[-1][0] \
             and spans[-2][2].lower() in abbreviations:
@@ -263,7 +268,7 @@ def _tokens(text: str, start: int, end: int, name: str, abbreviations: set[str])
     return spans
 
 
-def _pieces(spans: list[tuple[int, int, str]]) -> list[list[tuple[int, int, str]]]:
+def cut_pieces(spans: list[tuple[int, int, str]]) -> list[list[tuple[int, int, str]]]:
     """``spans`` cut into runs of at most MAX_WORDS tokens, after a token followed by whitespace where the
     second half of a run has one."""
     out = []
@@ -288,13 +293,39 @@ def segment(text: str, language: str = "english", abbreviations: Iterable[str] =
     """
     splitter = sentence_splitter(language, abbreviations)
     name = language_name(language)
-    _check(text)
+    check_text(text)
     known = splitter._params.abbrev_types
-    runs = []
-    for s_start, s_end in _sentence_spans(text, splitter):
-        spans = _tokens(text, s_start, s_end, name, known)
-        if spans:
-            runs.extend(_pieces(spans))
+    return _sentences(text, [_tokens(text, start, end, name, known) for start, end in _sentence_spans(text, splitter)])
+
+
+def segment_lines(text: str, language: str = "english", abbreviations: Iterable[str] = (), *,
+                  tokenized: bool = False) -> list[TextSentence]:
+    """:func:`segment` of text that holds one sentence per line (UDPipe's ``--input horizontal`` without
+    ``tokenized``); with ``tokenized``, the tokens are the line's pieces between whitespace. Empty lines
+    give no sentence.
+
+    Raises:
+        ValueError: as :func:`segment`.
+    """
+    name = language_name(language)
+    check_text(text)
+    splitter = None if tokenized else sentence_splitter(language, abbreviations)
+    spans = []
+    for line in re.finditer(r"[^\n]+", text):
+        start, end = line.span()
+        if splitter is None:
+            spans.append([(m.start(), m.end(), m.group()) for m in _NONSPACE.finditer(text, start, end)])
+        else:  # the word tokenizer splits a sentence's final stop only: a line's sentences one at a time
+            spans.append([span for s_start, s_end in splitter.span_tokenize(text[start:end])
+                          for span in _tokens(text, start + s_start, start + s_end, name,
+                                              splitter._params.abbrev_types)])
+    return _sentences(text, spans)
+
+
+def _sentences(text: str, sentence_spans: list[list[tuple[int, int, str]]]) -> list[TextSentence]:
+    """The TextSentences of each sentence's (start, end, Treebank form) token spans in ``text`` (long
+    sentences cut into pieces, sentences without tokens dropped)."""
+    runs = [run for spans in sentence_spans if spans for run in cut_pieces(spans)]
     # The whitespace after each token reaches to the next token, across sentences.
     flat = [span for run in runs for span in run]
     following = [text[flat[k][1]:flat[k + 1][0]] for k in range(len(flat) - 1)]
@@ -318,9 +349,9 @@ def split_sentences(text: str, language: str = "english", abbreviations: Iterabl
 
 def tokenize(sentence: str, language: str = "english") -> list[str]:
     """Penn Treebank tokens of one sentence (``"`` as ``` `` ``` / ``''``; NLTK's word tokenizer)."""
-    _check(sentence)
+    check_text(sentence)
     name = language_name(language)
-    tokenizer = _ENGLISH_WORDS if name == "english" else _OTHER_WORDS
+    tokenizer = _word_tokenizer(name == "english")
     return [word for _, _, word in _align(sentence, 0, len(sentence), tokenizer.tokenize(sentence))]
 
 

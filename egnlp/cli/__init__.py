@@ -34,7 +34,7 @@ from egnlp.cli.data import data_app
 from egnlp.cli.demo import demo
 from egnlp.cli.model import model_app
 from egnlp.cli.parser import parser_app
-from egnlp.cli.pipeline import parse_text_command
+from egnlp.cli.pipeline import parse_text_command, pipeline_app
 from egnlp.cli.tagger import tagger_app
 
 # One BLAS thread per process, set before any command imports NumPy (the user's own setting wins).
@@ -49,6 +49,7 @@ app = new_app("Dependency parsers and POS taggers trained with exponentiated-gra
 app.add_typer(data_app, name="data")
 app.add_typer(parser_app, name="parser")
 app.add_typer(tagger_app, name="tagger")
+app.add_typer(pipeline_app, name="pipeline")
 app.command("parse-text")(parse_text_command)
 app.add_typer(model_app, name="model")
 app.add_typer(bench_app, name="bench")

@@ -99,6 +99,34 @@ class TrainingProgress:
             self._bar = None
 
 
+class StageProgress:
+    """The stages of a pipeline's training on stderr, one after the other: a context manager whose value is
+    called as each stage starts (``on_stage(name, description, passes=True)``), closes the last stage's
+    :class:`TrainingProgress`, shows a new one and returns it as the stage's callbacks."""
+
+    def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet
+        self._current: TrainingProgress | None = None
+
+    def __enter__(self) -> Callable[[str, str], list[TrainingProgress]]:
+        return self._start
+
+    def _start(self, name: str, description: str, passes: bool = True) -> list[TrainingProgress]:
+        """Show a stage; one not trained in passes (``passes`` False) is its description line alone."""
+        self.__exit__()
+        if not passes:
+            if not self.quiet:
+                typer.echo(description, err=True)
+            return []
+        self._current = TrainingProgress(description, quiet=self.quiet).__enter__()
+        return [self._current]
+
+    def __exit__(self, *exc: object) -> None:
+        if self._current is not None:
+            self._current.__exit__()
+            self._current = None
+
+
 class DecodingProgress:
     """A corpus file parsed or tagged a piece at a time, shown on stderr while it runs: on a terminal, when
     the output goes to a file (not to the same terminal), a ``rich`` bar of the input read (out of the
