@@ -126,12 +126,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     run_info = report.provenance()
     command = report.command_line(__file__, sys.argv[1:] if argv is None else argv)
-    if not args.ud_dir:
-        sys.exit("give --ud-dir or set EGNLP_UD_DIR")
-    names = [n for n in (args.only.split(",") if args.only else TREEBANKS) if n]
-    unknown = [n for n in names if n not in TREEBANKS]
-    if unknown:
-        sys.exit(f"--only: unknown treebank {', '.join(unknown)} (choose from {', '.join(TREEBANKS)})")
+    names = report.chosen_treebanks(args.only, TREEBANKS, args.ud_dir)
     udpipe_version = None if args.no_udpipe else udpipe1.version()
     if udpipe_version is None and not args.no_udpipe:
         log("ufal.udpipe is not installed here: the UDPipe rows quote the shared data README")

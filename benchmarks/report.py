@@ -21,8 +21,10 @@ import platform
 import re
 import shlex
 import subprocess
+import sys
 import tempfile
 import textwrap
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -332,3 +334,16 @@ def markdown_table(header: list[str], rows: list[list[str]], align: str | None =
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(rule) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def chosen_treebanks(only: str, known: Iterable[str], ud_dir: str | None) -> list[str]:
+    """The treebanks of ``--only`` (all ``known`` ones when empty); exits with a message for an unknown
+    name or no UD folder (``--ud-dir`` / ``$EGNLP_UD_DIR``)."""
+    known = list(known)
+    if not ud_dir:
+        sys.exit("give --ud-dir or set EGNLP_UD_DIR")
+    names = [n for n in (only.split(",") if only else known) if n]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        sys.exit(f"--only: unknown treebank {', '.join(unknown)} (choose from {', '.join(known)})")
+    return names

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -134,12 +133,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-anneal", action="store_true", help="EG without C annealing")
     ap.add_argument("--out", type=Path, default=report.ROOT / "runs" / "tokenizer", help="output folder")
     args = ap.parse_args(argv)
-    if not args.ud_dir:
-        sys.exit("give --ud-dir or set EGNLP_UD_DIR")
-    names = [n for n in (args.only.split(",") if args.only else TREEBANKS) if n]
-    unknown = [n for n in names if n not in TREEBANKS]
-    if unknown:
-        sys.exit(f"--only: unknown treebank {', '.join(unknown)} (choose from {', '.join(TREEBANKS)})")
+    names = report.chosen_treebanks(args.only, TREEBANKS, args.ud_dir)
     settings = {**({"max_passes": args.passes} if args.passes else {}), **({"anneal": False} if args.no_anneal else {})}
     Cs = [float(c) for c in args.Cs.split(",") if c]
     # Compile the kernels (or load them from the cache) before anything is timed.

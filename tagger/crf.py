@@ -36,19 +36,28 @@ def decode_ids(features: ChainFeatures, w: np.ndarray) -> list[np.ndarray]:
     return out
 
 
+def chain_weights(weights: np.ndarray, n_features: int) -> np.ndarray:
+    """``weights`` as a chain model keeps them: contiguous float64, one per feature, finite.
+
+    Raises:
+        ValueError: another shape, or weights that are not finite.
+    """
+    weights = np.ascontiguousarray(weights, dtype=np.float64)
+    if weights.shape != (n_features,):
+        raise ValueError(f"{weights.shape} weights for {n_features} features")
+    if not np.all(np.isfinite(weights)):
+        raise ValueError("weights must be finite")
+    return weights
+
+
 class CRFModel:
     """A trained linear-chain CRF: featurizer + weights (the ``crf`` kind of a :class:`tagger.Tagger`)."""
 
     kind = KIND
 
     def __init__(self, featurizer: ChainFeaturizer, weights: np.ndarray):
-        weights = np.ascontiguousarray(weights, dtype=np.float64)
-        if weights.shape != (featurizer.n_features,):
-            raise ValueError(f"{weights.shape} weights for {featurizer.n_features} features")
-        if not np.all(np.isfinite(weights)):
-            raise ValueError("weights must be finite")
         self.featurizer = featurizer
-        self.weights = weights
+        self.weights = chain_weights(weights, featurizer.n_features)
 
     @property
     def labels(self) -> list[str]:

@@ -52,7 +52,7 @@ from egnlp.corpora.ud_text import Paragraph
 from egnlp.features.char_features import (INSIDE, LABELS, MAX_PIECE, SENTENCE_END, TEMPLATES, TOKEN_END,
                                           CharFeaturizer, char_keys, nonspace_positions, templates_fingerprint)
 from egnlp.tagger.chain_inference import viterbi
-from egnlp.tagger.crf import decode_ids
+from egnlp.tagger.crf import chain_weights, decode_ids
 from egnlp.tagger.text import TextSentence, Token, check_text, cut_pieces, paragraph_spans
 
 FORMAT_VERSION = 1
@@ -140,13 +140,8 @@ class Tokenizer:
 
     def __init__(self, featurizer: CharFeaturizer, weights: np.ndarray, *, spaces_in_tokens: bool = False,
                  whole: Sequence[str] = (), info: dict[str, Any] | None = None):
-        weights = np.ascontiguousarray(weights, dtype=np.float64)
-        if weights.shape != (featurizer.n_features,):
-            raise ValueError(f"{weights.shape} weights for {featurizer.n_features} features")
-        if not np.all(np.isfinite(weights)):
-            raise ValueError("weights must be finite")
         self.featurizer = featurizer
-        self.weights = weights
+        self.weights = chain_weights(weights, featurizer.n_features)
         self.spaces_in_tokens = bool(spaces_in_tokens)
         self.whole = tuple(sorted(set(whole), key=lambda t: (-len(t), t)))
         if any(len(t) < 2 or any(ch.isspace() for ch in t) for t in self.whole):

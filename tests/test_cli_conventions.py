@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 from enum import Enum
+from collections.abc import Iterator
 from pathlib import Path
 
 import nltk
@@ -433,26 +434,31 @@ def test_tagger_train_takes_order_and_anneal_where_the_trainer_has_them(files: d
 # --- Ctrl-C --------------------------------------------------------------------------------------
 
 
+def stderr_lines(process: subprocess.Popen, deadline: float, seen: list[str]) -> Iterator[str]:
+    """The lines of ``process``'s stderr as they come (each also appended to ``seen``) until it closes; the
+    test fails if ``deadline`` (of ``time.monotonic``) passes first."""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([process.stderr], [], [], 1.0)
+        if not ready:
+            continue
+        line = process.stderr.readline()
+        if not line:
+            return
+        seen.append(line.rstrip("\n"))
+        yield seen[-1]
+    pytest.fail("no end in time:\n" + "\n".join(seen))
+
+
 def interrupt_after_first_pass(args: list[object], timeout: float = 300.0) -> tuple[int, list[str], list[str]]:
     """Run ``egnlp ARGS``, send SIGINT once its pass-1 line is printed; (exit status, stderr lines up to
     that line, stderr lines after it)."""
     process = egnlp(*args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     before: list[str] = []
-    deadline = time.monotonic() + timeout
     try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([process.stderr], [], [], 1.0)
-            if not ready:
-                continue
-            line = process.stderr.readline()
-            if not line:
-                break
-            before.append(line.rstrip("\n"))
+        for line in stderr_lines(process, time.monotonic() + timeout, before):
             if line.split()[:1] == ["1"] and PASS_LINE.match(line):
                 process.send_signal(signal.SIGINT)
                 break
-        else:
-            pytest.fail("no pass line in time:\n" + "\n".join(before))
         assert before and before[-1].split()[:1] == ["1"], "\n".join(before)
         out, rest = process.communicate(timeout=timeout)
     finally:
@@ -501,14 +507,7 @@ def sigint_at(args: list[object], trigger: str | None, delay: float, timeout: fl
     start = time.monotonic()
     sent = -1
     try:
-        while time.monotonic() < start + timeout:
-            ready, _, _ = select.select([process.stderr], [], [], 1.0)
-            if not ready:
-                continue
-            line = process.stderr.readline()
-            if not line:
-                break
-            lines.append(line.rstrip("\n"))
+        for line in stderr_lines(process, start + timeout, lines):
             if stage(line) is not None:
                 times.setdefault(stage(line), time.monotonic() - start)
             if trigger is not None and stage(line) == trigger:
@@ -516,8 +515,6 @@ def sigint_at(args: list[object], trigger: str | None, delay: float, timeout: fl
                 sent = len(lines) if process.poll() is None else -1
                 process.send_signal(signal.SIGINT)  # nothing when the run has ended
                 break
-        else:
-            pytest.fail("no end in time:\n" + "\n".join(lines))
         _, rest = process.communicate(timeout=timeout)
     finally:
         process.kill()

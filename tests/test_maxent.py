@@ -22,6 +22,7 @@ from egnlp.training.iterative_scaling import GISConfig, SCGISConfig
 from egnlp.training.maxent_problem import Columns, MaxentProblem, Sums, update_sums
 from egnlp.training.primal import LBFGSConfig, fit_maxent_lbfgs
 from egnlp.training.registry import MAXENT, get_trainer, make_config, trainer_names
+from maxent_checks import dense_objective
 
 CONFIGS = {"cd": CDConfig, "gis": GISConfig, "scgis": SCGISConfig, "lbfgs": LBFGSConfig}
 
@@ -81,21 +82,11 @@ def pos_test():
 # --------------------------------------------------------------------------- objective
 
 
-def _dense_objective(data: MaxentProblem, w, C):
-    """f(w) from a dense (predicate x label) weight matrix, one event at a time."""
-    W = np.zeros((data.n_predicates, data.n_labels))
-    W[data.feat_pred, data.feat_label] = w
-    total = 0.0
-    for i in range(data.n_events):
-        s = W[data.ev_pred[data.ev_ptr[i]:data.ev_ptr[i + 1]]].sum(axis=0)
-        total += np.logaddexp.reduce(s) - s[data.labels[i]]
-    return total + C * (w @ w) / 2
-
 
 def test_objective_matches_dense_formula(tiny):
     events, data = tiny
     w = np.random.default_rng(0).normal(scale=0.7, size=data.n_features)
-    assert data.objective(w, 0.1) == pytest.approx(_dense_objective(data, w, 0.1), rel=1e-12)
+    assert data.objective(w, 0.1) == pytest.approx(dense_objective(data, w, 0.1), rel=1e-12)
     assert data.objective(np.zeros(data.n_features), 0.1) == pytest.approx(data.n_events * np.log(len(events.labels)))
 
 

@@ -21,6 +21,8 @@ from egnlp.tagger.multiword import (FORMAT_VERSION, MODEL_KIND, MultiwordExpande
                                     surface_tokens)
 from egnlp.training.configs import CDConfig
 from egnlp.training.coordinate_descent import fit_cd
+from maxent_checks import dense_objective
+from model_file_checks import check_missing_and_junk
 
 UD = Path(os.environ["EGNLP_UD_DIR"])
 
@@ -232,12 +234,7 @@ def test_bad_inputs_and_files_give_egnlp_errors(pt: MultiwordExpander, tmp_path:
         MultiwordSettings.build(sigma=3)
     with pytest.raises(SettingsError):
         MultiwordSettings(min_precision=0)
-    with pytest.raises(ModelError, match="no such model file"):
-        MultiwordExpander.load(tmp_path / "missing.npz")
-    junk = tmp_path / "junk.npz"
-    junk.write_bytes(b"not a zip file at all")
-    with pytest.raises(ModelError, match="not an egnlp model file"):
-        MultiwordExpander.load(junk)
+    check_missing_and_junk(MultiwordExpander.load, tmp_path)
     other = tmp_path / "other.npz"
     write_npz_atomic(other, {"weights": np.zeros(2)}, {"kind": "egnlp-tagger", "format_version": 2})
     with pytest.raises(ModelError, match="expected a model of kind 'egnlp-multiword'"):
@@ -265,16 +262,6 @@ def test_bad_inputs_and_files_give_egnlp_errors(pt: MultiwordExpander, tmp_path:
 # --------------------------------------------------------------------------- the classifier's objective
 
 
-def _dense_objective(problem, w: np.ndarray, C: float) -> float:
-    """sum_i -log P_w(y_i | x_i) + C/2 ||w||^2, one event at a time from a (predicate x label) matrix."""
-    W = np.zeros((problem.n_predicates, problem.n_labels))
-    W[problem.feat_pred, problem.feat_label] = w
-    total = 0.0
-    for i in range(problem.n_events):
-        s = W[problem.ev_pred[problem.ev_ptr[i]:problem.ev_ptr[i + 1]]].sum(axis=0)
-        total += np.logaddexp.reduce(s) - s[problem.labels[i]]
-    return total + C * float(w @ w) / 2
-
 
 def test_coordinate_descent_reaches_the_optimum_of_lbfgs() -> None:
     token_lists = [surface_tokens(s) for s in parse_conll(conllu(*AMBIGUOUS), require_heads=False)]
@@ -282,10 +269,10 @@ def test_coordinate_descent_reaches_the_optimum_of_lbfgs() -> None:
     assert problem.n_events == 41 and problem.n_labels == 2 and len(predicates) == problem.n_predicates
     C = 0.5
     result = fit_cd(problem, config=CDConfig(C=C, max_passes=500, tol=0.0, gtol=1e-9))
-    reference = minimize(lambda w: _dense_objective(problem, w, C), np.zeros(problem.n_features), method="L-BFGS-B",
+    reference = minimize(lambda w: dense_objective(problem, w, C), np.zeros(problem.n_features), method="L-BFGS-B",
                          options={"gtol": 1e-10, "ftol": 1e-14, "maxiter": 5000})
     assert reference.success
-    assert problem.objective(result.weights, C) == pytest.approx(_dense_objective(problem, result.weights, C),
+    assert problem.objective(result.weights, C) == pytest.approx(dense_objective(problem, result.weights, C),
                                                                  rel=1e-12)
-    assert _dense_objective(problem, result.weights, C) == pytest.approx(reference.fun, rel=1e-8)
+    assert dense_objective(problem, result.weights, C) == pytest.approx(reference.fun, rel=1e-8)
     np.testing.assert_allclose(result.weights, reference.x, atol=1e-4)

@@ -11,6 +11,7 @@ from egnlp.tagger.crf import CRFModel
 from egnlp.tagger.maxent import MaxentModel
 from egnlp.tagger.tagger_model import FORMAT_VERSION, _inner_class
 from egnlp.tagger.text import sentences_and_tokens, split_sentences, tokenize
+from model_file_checks import check_missing_and_junk
 
 
 def columns(sents, k):
@@ -138,12 +139,7 @@ def test_bad_model_files(pos_tagger, tmp_path):
     tagger, _ = pos_tagger
     good = tmp_path / "good.npz"
     tagger.save(good)
-    with pytest.raises(ModelError, match="no such model file"):
-        Tagger.load(tmp_path / "missing.npz")
-    junk = tmp_path / "junk.npz"
-    junk.write_bytes(b"not a zip at all")
-    with pytest.raises(ModelError, match="not an egnlp model file"):
-        Tagger.load(junk)
+    check_missing_and_junk(Tagger.load, tmp_path)
     truncated = tmp_path / "truncated.npz"
     truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     with pytest.raises(ModelError):
