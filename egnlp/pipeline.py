@@ -382,7 +382,7 @@ class Pipeline:
         parser = Parser.from_file_parts(*stages.pop("parser"), path, prune=prune)
         multiword = MultiwordExpander.from_file_parts(*stages.pop("multiword"), path) if "multiword" in stages else None
         tokenizer = Tokenizer.from_file_parts(*stages.pop("tokenizer"), path) if "tokenizer" in stages else None
-        taggers = [Tagger.from_file_parts(*parts, path) for parts in stages.values()]
+        taggers = [Tagger.from_file_parts(*stages[column], path) for column in COLUMN_NAMES if column in stages]
         try:
             return cls(taggers, parser, language=language, tokenizer=tokenizer, multiword=multiword, info=info)
         except (InputError, ValueError) as exc:

@@ -291,7 +291,7 @@ def _local_probs(row, h1, h2, feat_ptr, feat_label, w, sc, out):
 
 
 @njit(cache=True)
-def _forward_marginals(sent_ptr, static, hist1, hist2, feat_ptr, feat_label, w, node):
+def _forward_marginals(sent_ptr, static, hist1, hist2_dense, hist2_keys, hist2_ids, feat_ptr, feat_label, w, node):
     """node (tokens, Y) = p(y_i = y | x) under the model's distribution p(y | x) = prod_i p(y_i | x, y_{i-2},
     y_{i-1}), whatever the beam.
 
@@ -299,7 +299,8 @@ def _forward_marginals(sent_ptr, static, hist1, hist2, feat_ptr, feat_label, w, 
     standing for ``<s>``; alpha_i[a, b] = sum_c alpha_{i-1}[c, a] p(b | x_i, c, a).  A locally
     normalised model needs no backward pass (the future never changes the past: the backward
     quantities are all 1), and each alpha sums to 1, so it stays in linear space without overflow.
-    The histories (c, a) whose ``y[-2]|y[-1]`` predicate the model does not know share one local
+    ``hist1`` and the ``hist2_*`` arrays are :func:`history_table`'s. The histories (c, a) whose
+    ``y[-2]|y[-1]`` predicate the model does not know share one local
     distribution, summed once: O(n Y (Y + K)) time for K known pairs (the beam's is O(n beam Y)).
     """
     Y = static.shape[1]
@@ -313,7 +314,8 @@ def _forward_marginals(sent_ptr, static, hist1, hist2, feat_ptr, feat_label, w, 
         if n == 0:
             continue
         alpha[:] = 0.0
-        _local_probs(static[a0], hist1[Y], hist2[Y * (Y + 1) + Y], feat_ptr, feat_label, w, sc, p)
+        first = _history2(hist2_dense, hist2_keys, hist2_ids, Y * (Y + 1) + Y)
+        _local_probs(static[a0], hist1[Y], first, feat_ptr, feat_label, w, sc, p)
         for y in range(Y):
             alpha[Y, y] = p[y]
             node[a0, y] = p[y]
@@ -325,7 +327,7 @@ def _forward_marginals(sent_ptr, static, hist1, hist2, feat_ptr, feat_label, w, 
                     mass = alpha[c, a]
                     if mass == 0.0:
                         continue
-                    h2 = hist2[c * (Y + 1) + a]
+                    h2 = _history2(hist2_dense, hist2_keys, hist2_ids, c * (Y + 1) + a)
                     if h2 < 0:
                         shared += mass
                         continue
@@ -435,8 +437,8 @@ class MaxentModel:
         sent_ptr, tok_ptr, tok_pred = encoded
         static = label_scores(tok_ptr, tok_pred, self.feat_ptr, self.feat_label, self.weights, len(self.labels))
         node = np.zeros((static.shape[0], len(self.labels)))
-        return _forward_marginals(sent_ptr, static, self._hist1, self._hist2, self.feat_ptr, self.feat_label,
-                                  self.weights, node)
+        return _forward_marginals(sent_ptr, static, *self._history, self.feat_ptr, self.feat_label, self.weights,
+                                  node)
 
     def marginals(self, tokens: list[str], pos: list[str] | None = None) -> np.ndarray:
         """p(y_t = label | sentence) for every token, shape (n, L), columns in the order of ``labels``

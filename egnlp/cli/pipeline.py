@@ -20,6 +20,14 @@ STAGE_NAMES = {"upos": "UPOS tagger", "pos": "XPOS tagger", "multiword": "multiw
 pipeline_app = new_app("Train and run a whole pipeline (raw text to UD trees) kept in one model file.")
 
 
+class ParserOrder(str, Enum):
+    """The order of a pipeline's parser (egnlp.pipeline_training.parser_of_order)."""
+
+    first = "1"
+    second = "2"
+    third = "3"
+
+
 class InputMode(str, Enum):
     """What 'pipeline run' reads (egnlp.pipeline.INPUTS)."""
 
@@ -39,9 +47,10 @@ ConfidenceOption = Annotated[bool, typer.Option(
 def pipeline_train(train: Annotated[str, typer.Argument(metavar="TRAIN", help="CoNLL-U treebank (- for stdin): the "
                                                         "tag columns it fills decide the taggers.")],
                    out: ModelOut, dev: DevOption = None, language: LanguageOption = "english",
-                   order: Annotated[int, typer.Option("--order", min=1, max=3, help="The parser's order: 1 (arcs), 2 "
-                                                      "(siblings) or 3 (grandparents: the most accurate, parsing "
-                                                      "about 2.5x as long as order 2).")] = 2,
+                   order: Annotated[ParserOrder, typer.Option("--order", help="The parser's order: 1 (arcs), 2 "
+                                                              "(siblings) or 3 (grandparents: the most accurate, "
+                                                              "parsing about 2.5x as long as order 2).")
+                                    ] = ParserOrder.second,
                    encoding: EncodingOption = "utf-8", quiet: QuietOption = False, as_json: JsonOption = False
                    ) -> None:
     """Train a tokenizer and sentence splitter, a multiword-token expander (where the treebank has ranges), the
@@ -58,8 +67,8 @@ def pipeline_train(train: Annotated[str, typer.Argument(metavar="TRAIN", help="C
     note(f"training a pipeline on {counted(len(sets.train), 'sentence')}"
          + (f", dev {len(sets.dev)}" if sets.dev else ""), quiet)
     with StageProgress(quiet) as on_stage:
-        pipeline = train_pipeline(sets.train, sets.dev, language=language, parser_settings=parser_of_order(order),
-                                  data=str(train), on_stage=on_stage)
+        pipeline = train_pipeline(sets.train, sets.dev, language=language, data=str(train), on_stage=on_stage,
+                                  parser_settings=parser_of_order(int(order.value)))
         pipeline.save(out)
     cpu = pipeline.info["train_cpu_seconds"]
     if as_json:
