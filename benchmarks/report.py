@@ -209,6 +209,45 @@ def section_text(command: str, body: str, run: Provenance) -> str:
     return f"\nCommand:\n\n{command_block(command)}\n\n{wrap_prose(run.line())}\n\n{wrap_prose(body)}\n\n"
 
 
+def headline_text(command: str, body: str, run: Provenance, results: Path) -> str:
+    """What a README gets between a section's markers: the body's first table (the headline) and one line
+    naming the command and the run, with a link to the results file (the whole body when it holds no
+    table)."""
+    lines = body.strip("\n").splitlines()
+    start = next((k for k, line in enumerate(lines) if line.startswith("|")), None)
+    if start is None:
+        return section_text(command, body, run)
+    end = start
+    while end + 1 < len(lines) and lines[end + 1].startswith("|"):
+        end += 1
+    where = results.relative_to(ROOT) if results.is_relative_to(ROOT) else results.name
+    note = f"`{command}` ({run.line().rstrip('.')}); how each figure was made: [{where}]({where})."
+    return "\n" + "\n".join(lines[start:end + 1]) + f"\n\n{wrap_prose(note)}\n\n"
+
+
+def refresh_readme(readme: Path = README, results: Path = RESULTS) -> list[str]:
+    """Rewrite every results section of ``readme`` from the same section of ``results`` (its command, its
+    run line and its first table: :func:`headline_text`), atomically; the names of the sections written."""
+    text, source = readme.read_text(encoding="utf-8"), results.read_text(encoding="utf-8")
+    spans, found = marker_spans(text, str(readme)), marker_spans(source, str(results))
+    written = []
+    for name, (start, end) in sorted(spans.items(), key=lambda item: -item[1][0]):
+        if name not in found:
+            continue
+        inner = source[found[name][0]:found[name][1]]
+        command = section_command(inner)
+        run_line = re.search(r"^Run on (.*?); (.*); egnlp (\S+), commit (\S+?)\.$", inner, re.MULTILINE)
+        if command is None or run_line is None:
+            continue
+        run = Provenance(machine=run_line.group(2), date=run_line.group(1), version=run_line.group(3),
+                         commit=run_line.group(4))
+        body = inner[inner.index(run_line.group(0)) + len(run_line.group(0)):]
+        text = text[:start] + headline_text(command, body, run, results) + text[end:]
+        written.insert(0, name)
+    _replace_atomically(readme, text)
+    return written
+
+
 def marker_spans(text: str, where: str = "text") -> dict[str, tuple[int, int]]:
     """Each section's (start, end) of the text between its markers, checked.
 
@@ -312,8 +351,10 @@ def _write_section(name: str, command: str, body: str, files, details: str, run:
     written = []
     for path, text in planned:
         is_results = path == results
-        inner = section_text(command, body + (f"\n\n{details.strip()}" if is_results and details.strip() else ""),
-                             run)
+        if is_results:
+            inner = section_text(command, body + (f"\n\n{details.strip()}" if details.strip() else ""), run)
+        else:
+            inner = headline_text(command, body, run, results)
         spans = marker_spans(text, str(path))
         if name in spans:
             start, end = spans[name]

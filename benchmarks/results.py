@@ -3,6 +3,7 @@
     python benchmarks/results.py --write-docs --keep /tmp/results-keep      # every section (hours)
     python benchmarks/results.py --write-docs --only speed,raw-text --keep /tmp/results-keep
     python benchmarks/results.py --list                                    # the commands, nothing run
+    python benchmarks/results.py --readme                # README's tables from docs/results.md, nothing run
 
 Each section of ``docs/results.md`` is written by one script (``report.py``
 keeps the rest of the file as it is); ``--only`` takes section names or the
@@ -58,7 +59,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--keep", type=Path, help="folder that keeps trained UDPipe 1 models across runs, passed on")
     ap.add_argument("--write-docs", action="store_true", help="each script writes its section(s) of docs/results.md")
     ap.add_argument("--list", action="store_true", help="print the commands and run nothing")
+    ap.add_argument("--readme", action="store_true", help="rewrite README.md's results sections from "
+                                                          "docs/results.md (their headline tables) and run nothing")
     args = ap.parse_args(argv)
+    if args.readme:
+        import report
+
+        print(f"README.md: sections {', '.join(report.refresh_readme())} rewritten", file=sys.stderr)
+        return
     steps = selected(args.only)
     failed, total_cpu, start = [], 0.0, time.perf_counter()
     for sections, script, options, takes_keep in steps:
