@@ -86,14 +86,15 @@ def test_a_missing_section_is_added_at_the_end_and_a_readme_gets_only_the_headli
     assert unrelated.read_text(encoding="utf-8") == "no markers here\n"
 
 
-def test_a_readme_gets_the_last_table_and_the_command(tmp_path: Path) -> None:
+def test_a_readme_gets_the_first_table_and_the_command(tmp_path: Path) -> None:
     results = write(tmp_path / "results.md", OTHER)
     readme = write(tmp_path / "README.md", "# R\n\n<!-- results:first -->\n<!-- /results:first -->\n")
     body = "How it was made.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nMore prose.\n\n| c |\n|---|\n| 3 |"
     report.write_section("first", "python benchmarks/x.py --write-docs", body, files=[readme], run=RUN,
                          results=results)
     inner = readme.read_text(encoding="utf-8").split("<!-- results:first -->")[1].split("<!-- /results:first")[0]
-    assert inner.startswith("\n| c |\n|---|\n| 3 |\n\n") and "How it was made" not in inner and "| a |" not in inner
+    assert inner.startswith("\n| a | b |\n|---|---|\n| 1 | 2 |\n\n") and "How it was made" not in inner
+    assert "| c |" not in inner and "More prose" not in inner
     assert "`python benchmarks/x.py --write-docs` (Run on 2000-01-01; Test CPU, 2 cores" in inner
     assert "[results.md](results.md)." in inner
     assert "How it was made" in results.read_text(encoding="utf-8")
