@@ -253,7 +253,7 @@ def headline(rows: list[dict], udpipe: dict[str, dict]) -> str:
         labeled = row["las"] is not None
         evaluated = "dev file" if data in UD_FILES else "test split"
         cpu = f"{row['train_cpu']:,.0f}" + ("" if theirs is None else f" / {theirs['train_cpu']:,.0f}")
-        out.append([f"`{data}` {evaluated}", f"`{run_label(row)}`", f"**{_uas_las(row, labeled)}**",
+        out.append([f"`{data}` {evaluated}", f"`{run_label(row)}`", _uas_las(row, labeled),
                     _uas_las(theirs, labeled) or "not measured", _quoted(data, MSTPARSER_PROJECTIVE.get(data)),
                     cpu])
     return report.markdown_table(["data set", "egnlp run", "egnlp UAS / LAS", "UDPipe 1 UAS / LAS (measured)",
