@@ -163,7 +163,9 @@ def test_every_section_of_results_md_names_a_benchmark_command_that_writes_docs(
 
 def test_results_md_has_no_absolute_paths_and_short_prose_lines() -> None:
     text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    fenced = False  # a command's word (a long --runs list) cannot be broken: code lines may be longer
     for number, line in enumerate(text.splitlines(), 1):
         assert not re.search(r"(^|[\s`(])/(home|work|tmp|Users|root|mnt|var)/", line), f"results.md:{number}"
-        if not line.startswith("|"):
+        fenced ^= line.startswith("```")
+        if not line.startswith("|") and not fenced:
             assert len(line) <= 120, f"results.md:{number}: {len(line)} characters"
