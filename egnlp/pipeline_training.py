@@ -31,6 +31,7 @@ from egnlp.base.errors import InputError
 from egnlp.corpora import Sentence
 from egnlp.corpora.sentence import BLANK, FEATS, LEMMA
 from egnlp.multiword_training import train_multiword
+from egnlp.tagger.multiword import surface_tokens
 from egnlp.parser_training import train_parser
 from egnlp.pipeline import COLUMN_NAMES, Pipeline
 from egnlp.settings import ParserSettings, TaggerSettings, TokenizerSettings
@@ -107,7 +108,7 @@ def train_pipeline(train: Sequence[Sentence], dev: Sequence[Sentence] | None = N
     columns = pipeline_columns(train)
     tagger_settings = TaggerSettings.build(tagger_settings)
     parser_settings = ParserSettings.build(parser_settings or PIPELINE_PARSER, tags=_PARSER_TAGS[columns])
-    ranges = any(_is_range(line) for s in train for _, line in s.aside)
+    ranges = any(len(token.words) > 1 for s in train for token in surface_tokens(s))
     stages = 1 + ranges + len(columns) + 1
     seconds: dict[str, float] = {}
     callbacks = on_stage("tokenizer", f"[1/{stages}] tokenizer") if on_stage else ()
@@ -141,8 +142,3 @@ def train_pipeline(train: Sequence[Sentence], dev: Sequence[Sentence] | None = N
                             "tokenizer": "egnlp character CRF"}
     return Pipeline(taggers, parser, language=language, tokenizer=tokenizer, multiword=multiword, info=info)
 
-
-def _is_range(line: str) -> bool:
-    """Whether a line kept aside is a multiword token's (``1-2``)."""
-    first = line.split("\t", 1)[0]
-    return "-" in first and first.replace("-", "").isdigit()
