@@ -141,4 +141,3 @@ def train_pipeline(train: Sequence[Sentence], dev: Sequence[Sentence] | None = N
                             "sentences": len(train), "train_cpu_seconds": seconds,
                             "tokenizer": "egnlp character CRF"}
     return Pipeline(taggers, parser, language=language, tokenizer=tokenizer, multiword=multiword, info=info)
-
