@@ -23,6 +23,8 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from .morphology import morph_label
+
 # Column indices of a CoNLL-X / CoNLL-U word line (both have ten columns).
 ID, FORM, LEMMA, CPOS, POS, FEATS, HEAD, DEPREL = range(8)
 COL9 = 8  # CoNLL-X PHEAD, CoNLL-U DEPS
@@ -32,8 +34,9 @@ N_COLUMNS = 10
 N_CHUNK_COLUMNS = 11
 BLANK = "_"
 MAX_WORDS = 500  # the longest sentence egnlp reads, parses or trains on (see the module docstring)
-# What a tagger predicts: POSTAG (CoNLL-U XPOS), the chunk column, or CPOSTAG (CoNLL-U UPOS).
-LABEL_COLUMNS = ("pos", "chunk", "upos")
+# What a tagger predicts: POSTAG (CoNLL-U XPOS), the chunk column, CPOSTAG (CoNLL-U UPOS), FEATS, or the
+# joint tag UPOS#XPOS#FEATS (``morph``: :mod:`egnlp.corpora.morphology`).
+LABEL_COLUMNS = ("pos", "chunk", "upos", "feats", "morph")
 
 
 def _column(index: int, doc: str) -> property:
@@ -112,11 +115,20 @@ class Sentence:
 
     def labels(self, column: str) -> list[str] | None:
         """The tags of one of :data:`LABEL_COLUMNS`: :attr:`pos`, :attr:`chunks` (None without a chunk
-        column) or :attr:`cpos` (``upos``)."""
+        column), :attr:`cpos` (``upos``), :attr:`feats`, or the joint tags ``UPOS#XPOS#FEATS`` (``morph``:
+        :func:`~egnlp.corpora.morphology.morph_label`).
+
+        Raises:
+            ValueError: an unknown column; for ``morph``, a UPOS or FEATS value holding ``#``.
+        """
         if column not in LABEL_COLUMNS:
             raise ValueError(f"column must be one of {', '.join(LABEL_COLUMNS)}, not {column!r}")
         if column == "upos":
             return self.cpos
+        if column == "feats":
+            return self.feats
+        if column == "morph":
+            return [morph_label(row[CPOS], row[POS], row[FEATS]) for row in self.rows]
         return self.pos if column == "pos" else self.chunks
 
     def lines(self) -> list[str]:
@@ -171,8 +183,8 @@ class Sentence:
         return tuple(item for item in self.aside if not _is_empty_node(item[1])) if self.aside else ()
 
     def with_tags(self, pos: Sequence[str] | None = None, chunks: Sequence[str] | None = None, *,
-                  upos: Sequence[str] | None = None) -> Sentence:
-        """Return a copy carrying new (e.g. predicted) POS tags, chunk tags and/or UPOS tags.
+                  upos: Sequence[str] | None = None, feats: Sequence[str] | None = None) -> Sentence:
+        """Return a copy carrying new (e.g. predicted) POS tags, chunk tags, UPOS tags and/or FEATS.
 
         ``pos`` replaces POSTAG (CoNLL-U XPOS). It replaces CPOSTAG too when
         the sentence's CPOSTAG column equals its POSTAG column on every token,
@@ -180,7 +192,7 @@ class Sentence:
         untagged text with ``_`` in both); a real coarse tag set (CoNLL-X
         Spanish, CoNLL-U UPOS) is left alone.
 
-        ``upos`` replaces CPOSTAG (CoNLL-U UPOS) only.
+        ``upos`` replaces CPOSTAG (CoNLL-U UPOS) only, ``feats`` the FEATS column (``_`` for none).
 
         ``chunks`` replaces the 11th column, or adds it to a ten-column
         sentence; multiword-token and empty-node lines then get ``_`` there so
@@ -192,7 +204,7 @@ class Sentence:
                 or a tag that is empty or holds whitespace (it would break the line).
         """
         n = len(self.rows)
-        for name, values in (("POS tags", pos), ("chunk tags", chunks), ("UPOS tags", upos)):
+        for name, values in (("POS tags", pos), ("chunk tags", chunks), ("UPOS tags", upos), ("FEATS values", feats)):
             if values is None:
                 continue
             if len(values) != n:
@@ -211,6 +223,8 @@ class Sentence:
                     new[CPOS] = pos[i]
             if upos is not None:
                 new[CPOS] = upos[i]
+            if feats is not None:
+                new[FEATS] = feats[i]
             if chunks is not None:
                 if add_column:
                     new.append(chunks[i])

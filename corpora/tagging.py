@@ -30,6 +30,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 
 from egnlp.base.errors import CorpusError
+from .morphology import MORPH_SEP, canonical_feats
 from .sentence import BLANK, Sentence
 
 # Brown tag modifiers dropped by strip_brown_tag: foreign word, title, headline, cited word.
@@ -220,11 +221,18 @@ def _line_blocks(text: str) -> Iterator[tuple[int, list[str]]]:
 def check_tags(sentences: Sequence[Sentence], column: str, role: str) -> None:
     """Every token of every sentence has a tag in ``column`` (``pos``, ``upos`` or ``chunk``; ``_`` is no tag).
 
+    ``feats`` takes ``_`` (no features) but every other value must be valid FEATS once sorted
+    (:func:`~egnlp.corpora.morphology.canonical_feats`); ``morph`` (the joint tag UPOS#XPOS#FEATS) needs a
+    UPOS without ``#`` and valid FEATS, and takes ``_`` for XPOS (a treebank without XPOS).
+
     Raises:
         CorpusError: naming the sentence's file and line, and ``role`` (why the tag is needed).
     """
     for number, s in enumerate(sentences, start=1):
         where = f"{s.source}:{s.line}" if s.source and s.source != "<string>" else f"sentence {number}"
+        if column in ("feats", "morph"):
+            _check_morphology(s, column, where, role)
+            continue
         tags = s.labels(column)
         if tags is None:
             raise CorpusError(f"{where}: no chunk column (11th column); {role}")
@@ -233,3 +241,15 @@ def check_tags(sentences: Sequence[Sentence], column: str, role: str) -> None:
                 what = {"pos": "POS tag (POSTAG / XPOS is", "upos": "UPOS tag (CPOSTAG / UPOS is"}.get(
                     column, f"{column.upper()} tag (")
                 raise CorpusError(f"{where}: token {k + 1} has no {what} '_'); {role}")
+
+
+def _check_morphology(s: Sentence, column: str, where: str, role: str) -> None:
+    """The FEATS (and for ``morph`` the UPOS) of one sentence's tokens, as :func:`check_tags` says."""
+    for k, (upos, feats) in enumerate(zip(s.cpos, s.feats)):
+        try:
+            canonical_feats(feats)
+        except ValueError as exc:
+            raise CorpusError(f"{where}: token {k + 1}: {exc}; {role}") from None
+        if column == "morph" and (upos == BLANK or MORPH_SEP in upos):
+            raise CorpusError(f"{where}: token {k + 1} has UPOS {upos!r}: a joint tag needs a UPOS tag without "
+                              f"{MORPH_SEP!r}; {role}")

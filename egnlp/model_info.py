@@ -23,12 +23,13 @@ from egnlp.features.grandparents import GRAND_TEMPLATES_VERSION
 from egnlp.features.siblings import SIBLING_TEMPLATES_VERSION
 from egnlp.parser import parser_model
 from egnlp.parser.parser_model import Parser
-from egnlp.tagger import tagger_model
+from egnlp.tagger import lemmatizer, tagger_model
+from egnlp.tagger.lemmatizer import Lemmatizer
 from egnlp.tagger.tagger_model import Tagger
 
 __all__ = ["format_info", "load_model", "model_info"]
 
-KINDS = {parser_model.MODEL_KIND: "parser", tagger_model.MODEL_KIND: "tagger"}
+KINDS = {parser_model.MODEL_KIND: "parser", tagger_model.MODEL_KIND: "tagger", lemmatizer.MODEL_KIND: "lemmatizer"}
 # What the parser's tag-column setting means.
 TAG_COLUMNS = {"both": "UPOS (CPOSTAG) and XPOS (POSTAG)", "upos": "UPOS (CPOSTAG) only",
                "xpos": "XPOS (POSTAG), the coarse tag its first character"}
@@ -41,7 +42,7 @@ def _other_kind(error: ModelError) -> bool:
 
 
 def load_model(path: str | os.PathLike[str]) -> Any:
-    """The parser, tagger or pipeline of a model file, whichever it holds.
+    """The parser, tagger, lemmatizer or pipeline of a model file, whichever it holds.
 
     Raises:
         ModelError: a missing, unreadable or damaged file, or one that holds no egnlp model.
@@ -49,7 +50,7 @@ def load_model(path: str | os.PathLike[str]) -> Any:
     from egnlp.pipeline import Pipeline
 
     errors = []
-    for load in (Parser.load, Tagger.load, Pipeline.load):
+    for load in (Parser.load, Tagger.load, Lemmatizer.load, Pipeline.load):
         try:
             return load(path)
         except ModelError as exc:
@@ -57,7 +58,8 @@ def load_model(path: str | os.PathLike[str]) -> Any:
                 raise
             errors.append(exc)
     found = str(errors[-1]).rpartition("found ")[2]
-    raise ModelError(f"{path}: not an egnlp parser, tagger or pipeline model (its kind is {found})") from None
+    raise ModelError(f"{path}: not an egnlp parser, tagger, lemmatizer or pipeline model (its kind is "
+                     f"{found})") from None
 
 
 def model_info(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -80,8 +82,10 @@ def model_info(path: str | os.PathLike[str]) -> dict[str, Any]:
                     "components": components, "training": model.info, "stages": stages})
 
 
-def _model_part(model: Parser | Tagger) -> dict[str, Any]:
-    """The description of one parser or tagger (a model file's, or a pipeline stage's)."""
+def _model_part(model: Parser | Tagger | Lemmatizer) -> dict[str, Any]:
+    """The description of one parser, tagger or lemmatizer (a model file's, or a pipeline stage's)."""
+    if isinstance(model, Lemmatizer):
+        return _lemmatizer_part(model)
     if isinstance(model, Parser):
         out = {"kind": "parser", "format_version": parser_model.FORMAT_VERSION, **_parser_part(model)}
     else:
@@ -111,6 +115,44 @@ def _parser_part(parser: Parser) -> dict[str, Any]:
         "labels": list(labeler.labels) if labeler is not None else None,
         "labeler_features": int(labeler.weights.size) if labeler is not None else None,
     }
+
+
+def _lemmatizer_part(model: Lemmatizer) -> dict[str, Any]:
+    info = model.info
+    classifier = _dict(info.get("classifier"))
+    return {"kind": "lemmatizer", "format_version": lemmatizer.FORMAT_VERSION, "columns": list(model.columns),
+            "form_backoff": model.form_backoff, "dictionary_keys": len(model.dictionary),
+            "scripts": len(model.scripts), "whole_scripts": sum(s.whole is not None for s in model.scripts),
+            "features": {"count": int(model.weights.size), "predicates": len(model.predicates)},
+            "training": {"data": info.get("data"), "train_sentences": info.get("train_sentences"),
+                         "train_words": info.get("train_words"),
+                         "settings": info.get("settings") if isinstance(info.get("settings"), dict) else None,
+                         "classifier": classifier or None, "cpu_seconds": info.get("cpu_seconds"),
+                         "dev_accuracy": info.get("dev_accuracy")}}
+
+
+def _lemmatizer_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
+    training = info["training"]
+    classifier = training["classifier"] or {}
+    rows = [("kind", f"lemmatizer, format version {info['format_version']}"),
+            ("reads", "FORM, " + ", ".join(c.upper() for c in info["columns"])),
+            ("dictionary", f"{_number(info['dictionary_keys'])} keys; form back-off "
+             f"{_number(info['form_backoff'])}"),
+            ("edit scripts", f"{_number(info['scripts'])} in the classifier ({_number(info['whole_scripts'])} "
+             f"whole lemmas); {_number(classifier.get('scripts'))} in training"),
+            ("features", f"{_number(info['features']['count'])} ({_number(info['features']['predicates'])} "
+             "predicates)"),
+            ("training data", f"{training['data'] or 'not recorded'} ({_number(training['train_sentences'])} "
+             f"sentences, {_number(training['train_words'])} words)"),
+            ("trainer", f"cd: C={_number(classifier.get('C'))}, {_number(classifier.get('passes'))} passes, "
+             f"{_number(classifier.get('events'))} events, "
+             + {True: "converged", False: "stopped before converging"}.get(classifier.get("converged"), "")),
+            ("cpu seconds", _number(training["cpu_seconds"]))]
+    if training["settings"]:
+        rows.append(("settings", ", ".join(f"{key}={_number(value)}" for key, value in training["settings"].items())))
+    if training["dev_accuracy"] is not None:
+        rows.append(("dev accuracy", f"{training['dev_accuracy']:.2f}%"))
+    return rows
 
 
 def _tagger_part(tagger: Tagger) -> dict[str, Any]:
@@ -254,7 +296,9 @@ def _aligned(rows: list[tuple[str, str]], indent: str = "") -> str:
 
 
 def _rows(info: dict[str, Any]) -> list[tuple[str, str]]:
-    """The ``(name, value)`` lines of one parser or tagger's description."""
+    """The ``(name, value)`` lines of one parser, tagger or lemmatizer's description."""
+    if info["kind"] == "lemmatizer":
+        return _lemmatizer_rows(info)
     rows: list[tuple[str, str]] = [("kind", f"{info['kind']}, format version {info['format_version']}")]
     features = info["features"]
     if info["kind"] == "parser":

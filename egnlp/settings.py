@@ -51,6 +51,10 @@ CRF_C = 1.0
 # limit and tolerance.
 MAXENT_SIGMA2 = 10.0
 MAXENT_PASSES = 100
+# The maxent pass limit of the FEATS and joint taggers (--column feats, morph) when none is given: tuned on the
+# last tenth of pt_bosque and nl_alpino test (docs/results.md, morphology): 100 passes took five times as long
+# for a few hundredths of a point.
+MORPH_PASSES = 20
 MAXENT_TOL = 1e-5
 MAXENT_BEAM = 3
 
@@ -61,6 +65,13 @@ TOKENIZER_C = 1.0
 TOKENIZER_PASSES = 20
 # The non-whitespace characters of a training example at least (whole sentences of one paragraph).
 TOKENIZER_EXAMPLE_CHARS = 1000
+
+# --- the lemmatizer's defaults (egnlp/lemmatizer_training.py tunes C and the back-off on the last tenth) -----
+LEMMATIZER_C_GRID = (0.03, 0.1, 0.3)
+LEMMATIZER_PASSES = 20
+LEMMATIZER_RARE = 5
+LEMMATIZER_TOL = 1e-3
+LEMMATIZER_COLUMNS = ("upos", "xpos", "feats")
 
 # --- the benches' runs (egnlp bench): the comparisons of Collins et al. (2008) and Zhang et al. (2011) ---------
 BENCH_TRAINERS = {"ll": ("eg-ll", "lbfgs", "sgd", "eg-ll-batch"), "mm": ("eg-mm", "cutting-plane", "bcfw")}
@@ -73,7 +84,7 @@ TREES = ("projective", "non-projective", "auto")
 TAG_COLUMNS = ("both", "upos", "xpos")
 FEATURE_MODES = ("alphabet", "hash")
 TAGGER_MODELS = ("crf", "maxent")
-TAGGER_COLUMNS = ("xpos", "upos", "chunk", "pos")
+TAGGER_COLUMNS = ("xpos", "upos", "chunk", "pos", "feats", "morph")
 
 
 def option(default: Any, flags: str, help: str, *, shown: str | None = None, choices: tuple[str, ...] = (),
@@ -369,7 +380,8 @@ class TaggerSettings:
                              shown=f"{CRF_C:g}")
     sigma2: float | None = option(None, "--sigma2", "maxent: Gaussian prior variance.", shown=f"{MAXENT_SIGMA2:g}")
     max_passes: int | None = option(None, "--passes", "Pass limit.",
-                                    shown=f"{MAXENT_PASSES} for maxent, else the trainer's")
+                                    shown=f"{MAXENT_PASSES} for maxent ({MORPH_PASSES} for feats and morph), "
+                                    "else the trainer's")
     tol: float | None = option(None, "--tol", "Convergence tolerance.",
                                shown=f"{MAXENT_TOL:g} for maxent, else the trainer's")
     anneal: bool | None = same_option(ParserSettings, "anneal")
@@ -382,7 +394,8 @@ class TaggerSettings:
     all_transitions: bool = option(False, "--all-transitions/--seen-transitions", "CRF: a feature for every pair "
                                    "of labels, or only for the pairs seen in training.")
     column: str | None = option(None, "--column", "Label column: xpos (or pos: CoNLL-X POSTAG, CoNLL-U XPOS), upos "
-                                "(CoNLL-X CPOSTAG, CoNLL-U UPOS) or chunk. A chunker reads the POS column.",
+                                "(CoNLL-X CPOSTAG, CoNLL-U UPOS), feats (CoNLL-U FEATS), morph (UPOS, XPOS and "
+                                "FEATS as one joint tag) or chunk. A chunker reads the POS column.",
                                 shown="the data set's task; xpos for files", choices=TAGGER_COLUMNS)
     save_on_interrupt: bool = same_option(ParserSettings, "save_on_interrupt")
     trainer_options: Mapping[str, Any] = field(default_factory=dict)
@@ -443,7 +456,8 @@ class TaggerSettings:
             base: dict[str, Any] = {"C": self.C if self.C is not None else CRF_C}
         else:
             base = {"C": 1.0 / (self.sigma2 if self.sigma2 is not None else MAXENT_SIGMA2),
-                    "max_passes": MAXENT_PASSES, "tol": MAXENT_TOL}
+                    "max_passes": MORPH_PASSES if self.column in ("feats", "morph") else MAXENT_PASSES,
+                    "tol": MAXENT_TOL}
         given = {name: value for name, value in (("max_passes", self.max_passes), ("tol", self.tol),
                                                  ("anneal", self.anneal), ("order", self.order),
                                                  ("seed", self.seed), ("max_seconds", self.max_seconds))
@@ -513,3 +527,49 @@ def _build(cls: type, settings: Any, options: Mapping[str, Any]) -> Any:
     if settings is None:
         return cls(**fields)
     return dataclasses.replace(settings, **fields)
+
+
+@dataclass(frozen=True)
+class LemmatizerSettings:
+    """How a lemmatizer is trained from a CoNLL-U file (:func:`egnlp.lemmatizer_training.train_lemmatizer`):
+    a dictionary of the training words and a maximum-entropy classifier of edit scripts for the others,
+    trained by coordinate descent (Huang et al. 2010). C and the dictionary's form back-off left unset
+    are chosen on the last tenth of the training sentences."""
+
+    C: float | None = option(None, "--C", "The classifier's prior C of sum_i -log P(y_i|x_i) + C/2 ||w||^2.",
+                             shown=f"tuned over {', '.join(map(str, LEMMATIZER_C_GRID))}")
+    columns: str = option(",".join(LEMMATIZER_COLUMNS), "--columns", "The tag columns the lemmatizer reads, "
+                          "comma-separated: any of upos, xpos, feats (the columns a file to lemmatize will have).")
+    form_backoff: bool | None = option(None, "--form-backoff/--no-form-backoff", "Let the dictionary answer a "
+                                       "word seen with other tags by the form's most frequent lemma.",
+                                       shown="tuned")
+    min_count: int = option(2, "--min-count", "The classifier's scripts: those of at least this many "
+                            "training words.")
+    rare_forms: int = option(LEMMATIZER_RARE, "--rare-forms", "The classifier learns from the words whose "
+                             "form (lower-cased) is seen at most this many times in training, as the unseen words "
+                             "it answers are rare ones; 0: from every word.")
+    max_passes: int = option(LEMMATIZER_PASSES, "--passes", "Coordinate descent's pass limit.")
+    tol: float = option(LEMMATIZER_TOL, "--tol", "Coordinate descent's relative decrease to stop at.")
+
+    def __post_init__(self) -> None:
+        _check_types(self)
+        for name, least in (("max_passes", 1), ("min_count", 1), ("tol", 0), ("rare_forms", 0)):
+            _check_count(self, name, least)
+        if self.C is not None and not self.C > 0:
+            raise SettingsError(f"--C must be positive, not {self.C}")
+        names = self.column_list
+        if not names or len(set(names)) != len(names) or any(c not in LEMMATIZER_COLUMNS for c in names):
+            raise SettingsError(f"--columns: {self.columns!r} is not a comma-separated list of distinct names of "
+                                f"{', '.join(LEMMATIZER_COLUMNS)}")
+
+    @property
+    def column_list(self) -> list[str]:
+        return [c.strip() for c in self.columns.split(",") if c.strip()]
+
+    @classmethod
+    def build(cls, settings: LemmatizerSettings | None = None, **options: Any) -> LemmatizerSettings:
+        """``settings`` (or the defaults) with ``options`` replaced; SettingsError for an unknown option."""
+        unknown = sorted(set(options) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise SettingsError(f"unknown lemmatizer setting {unknown[0]!r}")
+        return dataclasses.replace(settings if settings is not None else cls(), **options)

@@ -29,6 +29,7 @@ import numpy as np
 
 from egnlp.base.errors import InputError
 from egnlp.corpora import CorpusError, Sentence, dataset_task, load_sentences
+from egnlp.corpora.morphology import canonical_feats, morph_label
 from egnlp.corpora.sentence import BLANK
 from egnlp.corpora.tagging import check_tags
 from egnlp.features.chain_features import ChainFeaturizer
@@ -70,10 +71,17 @@ def accuracy_scorer(featurizer: ChainFeaturizer, tokens: Sequence[Sequence[str]]
 def label_columns(sentences: Sequence[Sentence], column: str = "pos"):
     """(tokens, labels, POS input or None) of tagged sentences: a chunker's labels are the
     chunk column and it reads the POS column; a POS tagger (``pos``: POSTAG / XPOS, ``upos``:
-    CPOSTAG / UPOS) reads words only."""
+    CPOSTAG / UPOS), a FEATS tagger (``feats``) and a joint tagger (``morph``: UPOS#XPOS#FEATS,
+    :mod:`egnlp.corpora.morphology`) read words only. FEATS come sorted as UD writes them
+    (:func:`~egnlp.corpora.morphology.canonical_feats`)."""
     tokens = [s.forms for s in sentences]
     if column == "chunk":
         return tokens, [s.chunks for s in sentences], [s.pos for s in sentences]
+    if column == "feats":
+        return tokens, [[canonical_feats(f) for f in s.feats] for s in sentences], None
+    if column == "morph":
+        return tokens, [[morph_label(u, x, canonical_feats(f)) for u, x, f in zip(s.cpos, s.pos, s.feats)]
+                        for s in sentences], None
     return tokens, [s.labels(column) for s in sentences], None
 
 
@@ -91,7 +99,9 @@ def tagged_columns(sentences: Sequence[Sentence], column: str, what: str = "trai
     """
     if not sentences:
         raise CorpusError(f"the {what} set has no sentences")
-    role = "a chunker trains on these tags" if column == "chunk" else "a POS tagger trains on these tags"
+    role = {"chunk": "a chunker trains on these tags", "feats": "a FEATS tagger trains on these features",
+            "morph": "a joint UPOS, XPOS and FEATS tagger trains on these tags"}.get(
+                column, "a POS tagger trains on these tags")
     if column in TAG_COLUMNS:
         other = "upos" if column == "pos" else "pos"
         if _filled(sentences, other):

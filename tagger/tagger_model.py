@@ -29,6 +29,7 @@ import numpy as np
 
 from egnlp.corpora import Sentence
 from egnlp.base.workers import map_blocks
+from egnlp.corpora.morphology import split_morph
 from egnlp.corpora.sentence import LABEL_COLUMNS, probability_text
 from egnlp.base.errors import registered
 from egnlp.base.files import ModelError, check_arrays, pack_strings, read_npz, unpack_strings, write_npz_atomic
@@ -42,7 +43,8 @@ VOCAB_ARRAYS = ("vocab_bytes", "vocab_offsets")
 VOCAB_DTYPES = {"vocab_bytes": ("|u1", 1), "vocab_offsets": ("<i8", 1)}
 INNER_MODELS: dict[str, type] = {CRFModel.kind: CRFModel, MaxentModel.kind: MaxentModel}
 # The MISC key of a label's probability (``tag_corpus(..., confidence=True)``), by the column the tagger fills.
-CONFIDENCE_KEYS = {"pos": "XPosProb", "upos": "UPosProb", "chunk": "ChunkProb"}
+CONFIDENCE_KEYS = {"pos": "XPosProb", "upos": "UPosProb", "chunk": "ChunkProb", "feats": "FeatsProb",
+                   "morph": "TagsProb"}
 
 __all__ = ["FORMAT_VERSION", "MODEL_KIND", "ModelError", "SequenceModel", "Tagger"]
 
@@ -123,8 +125,10 @@ class Tagger(NLTKBase):
     ``evaluate_per_tag`` on gold sentences of ``(word, tag)`` pairs.
 
     ``column`` is the label column the model predicts: ``"pos"`` (POSTAG,
-    CoNLL-U XPOS), ``"upos"`` (CPOSTAG, CoNLL-U UPOS) or ``"chunk"``
-    (default: ``"chunk"`` when the model reads POS tags).
+    CoNLL-U XPOS), ``"upos"`` (CPOSTAG, CoNLL-U UPOS), ``"feats"`` (FEATS),
+    ``"morph"`` (the joint tag ``UPOS#XPOS#FEATS``, :mod:`egnlp.corpora.morphology`,
+    written back to the three columns) or ``"chunk"`` (default: ``"chunk"``
+    when the model reads POS tags).
     ``vocabulary`` is the set of word forms seen in training (kept sorted;
     None when unknown), used to score accuracy on unknown words.
     """
@@ -319,13 +323,14 @@ class Tagger(NLTKBase):
     @property
     def confidence_key(self) -> str:
         """The MISC key of the probability of this tagger's labels: ``XPosProb`` (column ``pos``), ``UPosProb``
-        (``upos``) or ``ChunkProb``."""
+        (``upos``), ``FeatsProb`` (``feats``), ``TagsProb`` (``morph``: the joint tag's) or ``ChunkProb``."""
         return CONFIDENCE_KEYS[self.column]
 
     def tag_corpus(self, sentences: Sequence[Sentence], *, jobs: int | None = 1,
                    confidence: bool = False) -> list[Sentence]:
-        """Copies of ``sentences`` with the predicted column (POS, or chunks read from their POS), tagged by
-        ``jobs`` processes (None: every core; the same result for any number).
+        """Copies of ``sentences`` with the predicted column (POS, UPOS, FEATS, the three columns of a joint
+        tag, or chunks read from their POS), tagged by ``jobs`` processes (None: every core; the same result
+        for any number).
 
         With ``confidence``, column 10 (CoNLL-U MISC) of every word also says the probability of its label
         (:meth:`predict`), under :attr:`confidence_key` (``XPosProb=0.9812``; other MISC entries kept, see
@@ -337,15 +342,21 @@ class Tagger(NLTKBase):
             labels, probs = self.predict(forms, pos_list, jobs=jobs, confidence=True)
         else:
             labels = self.predict(forms, pos_list, jobs=jobs)
-        if self.column == "pos":
-            tagged = [s.with_tags(pos=lab) for s, lab in zip(sentences, labels)]
-        elif self.column == "upos":
-            tagged = [s.with_tags(upos=lab) for s, lab in zip(sentences, labels)]
-        else:
-            tagged = [s.with_tags(chunks=lab) for s, lab in zip(sentences, labels)]
+        tagged = [self._with_labels(s, lab) for s, lab in zip(sentences, labels)]
         if not confidence:
             return tagged
         return [s.with_misc(self.confidence_key, [probability_text(p) for p in ps]) for s, ps in zip(tagged, probs)]
+
+    def _with_labels(self, sentence: Sentence, labels: list[str]) -> Sentence:
+        """``sentence`` with ``labels`` in this tagger's column; a joint tag (``morph``) fills UPOS, XPOS
+        and FEATS (:func:`~egnlp.corpora.morphology.split_morph`)."""
+        if self.column == "morph":
+            split = [split_morph(label) for label in labels]
+            return sentence.with_tags(pos=[x for _, x, _ in split], upos=[u for u, _, _ in split],
+                                      feats=[f for _, _, f in split])
+        if self.column in ("pos", "upos", "feats"):
+            return sentence.with_tags(**{self.column: labels})
+        return sentence.with_tags(chunks=labels)
 
     # -- files ---------------------------------------------------------------
 

@@ -198,7 +198,7 @@ def test_errors_are_one_line(crf_file: Path, tmp_path: Path) -> None:
     cases = [(tmp_path / "missing.npz", "no such model file"), (tmp_path, "is a folder"),
              (text, "not an egnlp model file"), (cut, "not an egnlp model file"),
              (flipped, "checksum mismatch"), (plain, "corrupt model file (no metadata)"),
-             (other, "not an egnlp parser, tagger or pipeline model (its kind is 'egnlp-something')")]
+             (other, "not an egnlp parser, tagger, lemmatizer or pipeline model (its kind is 'egnlp-something')")]
     for path, message in cases:
         for extra in ((), ("--json",)):
             line = error_line(run("model", "info", path, *extra))

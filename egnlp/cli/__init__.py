@@ -4,6 +4,7 @@
 ``egnlp data``         :mod:`egnlp.cli.data`: the named data sets
 ``egnlp parser``       :mod:`egnlp.cli.parser`: train, parse, evaluate, show
 ``egnlp tagger``       :mod:`egnlp.cli.tagger`: train, tag, evaluate
+``egnlp lemmatizer``   :mod:`egnlp.cli.lemmatizer`: train, lemmatize
 ``egnlp parse-text``   :mod:`egnlp.cli.pipeline`: raw text to CoNLL-U
 ``egnlp model``        :mod:`egnlp.cli.model`: what a model file holds
 ``egnlp bench``        :mod:`egnlp.cli.bench`: the EG paper's comparisons
@@ -32,6 +33,7 @@ from egnlp.cli.bench import bench_app
 from egnlp.cli.common import new_app
 from egnlp.cli.data import data_app
 from egnlp.cli.demo import demo
+from egnlp.cli.lemmatizer import lemmatizer_app
 from egnlp.cli.model import model_app
 from egnlp.cli.parser import parser_app
 from egnlp.cli.pipeline import parse_text_command, pipeline_app
@@ -49,6 +51,7 @@ app = new_app("Dependency parsers and POS taggers trained with exponentiated-gra
 app.add_typer(data_app, name="data")
 app.add_typer(parser_app, name="parser")
 app.add_typer(tagger_app, name="tagger")
+app.add_typer(lemmatizer_app, name="lemmatizer")
 app.add_typer(pipeline_app, name="pipeline")
 app.command("parse-text")(parse_text_command)
 app.add_typer(model_app, name="model")

@@ -55,7 +55,8 @@ def tagger_train(out: ModelOut, data: DataOption = None, train: TrainOption = No
     column = settings.label_column or task_column(sets.dataset)
     tokens, labels, pos = tagged_columns(sets.train, column, "training")
     dev_set = tagged_columns(sets.dev, column, "dev") if sets.dev else None
-    what = {"chunk": "chunker", "upos": "UPOS tagger"}.get(column, "POS tagger")
+    what = {"chunk": "chunker", "upos": "UPOS tagger", "feats": "FEATS tagger", "morph": "joint UPOS, XPOS and FEATS "
+            "tagger"}.get(column, "POS tagger")
     note(f"training a {settings.model} {what} on {counted(len(sets.train), 'sentence')}"
          + (f", dev {len(sets.dev)}" if sets.dev else ""), quiet)
     start = time.perf_counter()
@@ -115,7 +116,7 @@ def tagger_evaluate(gold: Annotated[str, typer.Argument(metavar="GOLD", help="Go
                         "--model", help="The tagger that made the prediction: its training vocabulary gives "
                         "unknown-word accuracy, its column the column.")] = None,
                     column: Annotated[Optional[Column], typer.Option(
-                        "--column", help="xpos (or pos), upos or chunk.",
+                        "--column", help="xpos (or pos), upos, feats, morph (UPOS, XPOS and FEATS all right) or chunk.",
                         show_default="the model's column; without --model the column the prediction fills")] = None,
                     fmt: TaggedFormatOption = TaggedFormat.auto,
                     encoding: Annotated[str, typer.Option("--encoding", help="Encoding of both files.")] = "utf-8"
