@@ -80,7 +80,7 @@ CHECKSUM_MARK = b"egnlp-sha256:"
 CHECKSUM_LENGTH = 64  # hex digits of a SHA-256
 MAX_META_BYTES = 16 << 20
 MAX_META_DEPTH = 32
-MAX_MEMBERS = 64
+MAX_MEMBERS = 256  # a pipeline file's stages hold about 80 arrays
 # The dtypes an array of a model file may have (``dtype.str``): booleans, integers and floats, little-endian.
 ARRAY_DTYPES = frozenset(("|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8", "<f2", "<f4", "<f8"))
 # Characters no CoNLL field or comment and no label of a model may hold: the C0 controls other than TAB,

@@ -75,7 +75,8 @@ def model_info(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(model, Pipeline):
         return _finite({**head, **_model_part(model)})
     stages = {f"{COLUMN_NAMES[column]} tagger": _model_part(tagger) for column, tagger in model.taggers.items()}
-    stages["parser"] = _model_part(model.parser)
+    stages.update((name, _model_part(stage)) for name, stage in (("lemmatizer", model.lemmatizer),
+                                                                  ("parser", model.parser)) if stage is not None)
     components = [name for name, stage in (("tokenizer", model.tokenizer), ("multiword tokens", model.multiword))
                   if stage is not None] + list(stages)
     return _finite({**head, "kind": "pipeline", "format_version": PIPELINE_VERSION, "language": model.language,

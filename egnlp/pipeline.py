@@ -21,21 +21,23 @@ and ``SpacesAfter=...`` (UD's escapes ``\\s``, ``\\t``, ``\\n``, ``\\r``,
 ``\\uXXXX``) where other whitespace than one space does, so that the text can
 be rebuilt from the tokens.
 
-The taggers fill exactly the tag columns the parser reads (its feature
-setting ``tags``: ``upos`` for UPOS, ``xpos`` for XPOS, ``both``), one
-tagger per column, each the column its model predicts (``upos`` or ``pos``,
-i.e. XPOS); no column is copied into another, and the other columns are
-``_``. The tagger and the parser see a token's Penn Treebank form (``` `` ```
-for ``"``) instead of its characters where the tagger's training vocabulary
-has the one and not the other. LEMMA and FEATS are ``_``; DEPREL is the
-parser's labels (``_`` for an unlabelled parser). With ``confidence``, MISC
-also holds each word's probability of its tags and head under the models
-(``UPosProb``, ``XPosProb``, ``HeadProb``).
+The taggers fill the tag columns of their models (UPOS, XPOS, FEATS, or the
+three at once from one joint tag, so that they never disagree), at least
+those the parser reads (its feature setting ``tags``: ``upos``, ``xpos``,
+``both``; FEATS when it was trained with them); no column is copied into
+another. The lemmatizer (:mod:`egnlp.tagger.lemmatizer`) fills LEMMA from the
+form and the predicted tags. A column no stage fills is ``_``. The taggers
+and the parser see a token's Penn Treebank form (``` `` ``` for ``"``)
+instead of its characters where the tagger's training vocabulary has the one
+and not the other. DEPREL is the parser's labels (``_`` for an unlabelled
+parser). With ``confidence``, MISC also holds each word's probability of its
+tags and head under the models (``UPosProb``, ``XPosProb``, ``FeatsProb``,
+``TagsProb``, ``HeadProb``).
 
 A pipeline file holds each stage's arrays as ``STAGE__NAME`` and each stage's
 metadata under ``stages`` (kind ``egnlp-pipeline``): the stages are the
-tokenizer, the multiword expander, the taggers (``upos``, ``pos``) and the
-parser, each read by its own model class's checks.
+tokenizer, the multiword expander, the taggers (``morph``, ``upos``, ``pos``,
+``feats``), the lemmatizer and the parser, each read by its own model class's checks.
 """
 
 from __future__ import annotations
@@ -44,28 +46,35 @@ import dataclasses
 import os
 import re
 import unicodedata
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
 
-from egnlp.base.errors import InputError, ModelError
+from egnlp.base.errors import EgnlpWarning, InputError, ModelError
 from egnlp.base.files import read_npz, write_npz_atomic
 from egnlp.corpora import Sentence, format_conll
-from egnlp.corpora.sentence import BLANK, CPOS, FORM, POS, probability_text
+from egnlp.corpora.morphology import split_morph
+from egnlp.corpora.sentence import BLANK, CPOS, FEATS, FORM, POS, probability_text
 from egnlp.parser.parser_model import Parser
 from egnlp.corpora.tagging import slash_text
+from egnlp.tagger.lemmatizer import Lemmatizer
 from egnlp.tagger.multiword import MultiwordExpander
 from egnlp.tagger.tokenizer_model import Tokenizer
 from egnlp.tagger.tagger_model import Tagger
 from egnlp.tagger.text import TextSentence, language_name, segment, segment_lines, vocabulary_abbreviations
 
-__all__ = ["COLUMN_NAMES", "INPUTS", "Pipeline", "parse_text", "parser_columns", "slash_text", "tag_text",
-           "text_sentences", "to_conllu", "tokens_sentence"]
+__all__ = ["COLUMN_NAMES", "FILLS", "INPUTS", "Pipeline", "filled_columns", "parse_text", "parser_columns",
+           "slash_text", "tag_sentences", "tag_text", "text_sentences", "to_conllu", "tokens_sentence", "with_lemmas"]
 
 _SPACE = re.compile(r"\s+")
 _LINE_BREAK = re.compile(r"[^\S ]")  # whitespace other than a space, written as a space in '# text'
-# What each tagger column fills, and its name in messages. A tagger of column 'pos' predicts XPOS (POSTAG).
-COLUMN_NAMES = {"upos": "UPOS", "pos": "XPOS"}
+# A pipeline tagger's column and its name in messages. A tagger of column 'pos' predicts XPOS (POSTAG); one of
+# column 'morph' the joint tag UPOS#XPOS#FEATS, written back into the three columns.
+COLUMN_NAMES = {"morph": "UPOS, XPOS and FEATS", "upos": "UPOS", "pos": "XPOS", "feats": "FEATS"}
+# The corpus columns each tagger column fills (FILLS) and their indices in a row.
+FILLS = {"morph": ("upos", "pos", "feats"), "upos": ("upos",), "pos": ("pos",), "feats": ("feats",)}
+_INDEX = {"upos": CPOS, "pos": POS, "feats": FEATS}
 # The tagger columns a parser's features read, by its ``tags`` setting.
 PARSER_COLUMNS = {"upos": ("upos",), "xpos": ("pos",), "both": ("upos", "pos")}
 # How a pipeline reads its input (UDPipe's input formats): raw text split into sentences and tokens; one
@@ -108,7 +117,8 @@ def parser_columns(parser: Parser) -> tuple[str, ...]:
 
 
 def _taggers_by_column(taggers: "Tagger | Sequence[Tagger]") -> dict[str, Tagger]:
-    """The POS taggers given, by the column each fills; ValueError for anything else or a column twice."""
+    """The taggers given, by the column each predicts (:data:`COLUMN_NAMES`), in the order of that dict;
+    InputError for anything else, or for two taggers that fill a column."""
     given = [taggers] if isinstance(taggers, Tagger) else list(taggers)
     if not given:
         raise InputError("no tagger given: the parser reads tags, give a POS tagger model")
@@ -117,12 +127,19 @@ def _taggers_by_column(taggers: "Tagger | Sequence[Tagger]") -> dict[str, Tagger
         if not isinstance(tagger, Tagger):
             raise InputError(f"a tagger must be an egnlp Tagger, not {type(tagger).__name__}")
         if tagger.column not in COLUMN_NAMES or tagger.use_pos:
-            raise InputError(f"the tagger must be a POS tagger reading words only, not a {tagger.column} model"
-                             + (" reading POS tags" if tagger.use_pos else ""))
-        if tagger.column in out:
-            raise InputError(f"two taggers predict {COLUMN_NAMES[tagger.column]}; give one tagger per tag column")
+            raise InputError(f"the tagger must be a POS or morphology tagger reading words only, not a "
+                             f"{tagger.column} model" + (" reading POS tags" if tagger.use_pos else ""))
+        filled = {c for other in out for c in FILLS[other]} & set(FILLS[tagger.column])
+        if filled:
+            raise InputError(f"two taggers predict {', '.join(COLUMN_NAMES[c] for c in sorted(filled))}; give one "
+                             "tagger per tag column")
         out[tagger.column] = tagger
-    return out
+    return {column: out[column] for column in COLUMN_NAMES if column in out}
+
+
+def filled_columns(taggers: dict[str, Tagger]) -> set[str]:
+    """The corpus columns (``upos``, ``pos``, ``feats``) that ``taggers`` (by column) fill."""
+    return {c for column in taggers for c in FILLS[column]}
 
 
 def _feature_forms(words: Sequence[tuple[str, str]], vocabulary: set[str] | None) -> list[str]:
@@ -180,10 +197,12 @@ def _one_sentence(sentences: Sequence[TextSentence], offset: int) -> TextSentenc
 
 
 def _tagged(pieces: Sequence[TextSentence], by_column: dict[str, Tagger], comments: bool, jobs: int | None = 1,
-            multiword: MultiwordExpander | None = None, confidence: bool = False):
+            multiword: MultiwordExpander | None = None, confidence: bool = False,
+            lemmatizer: Lemmatizer | None = None):
     """(tagged Sentences with original forms, the same with the forms the models see): the tokens of each
-    piece, split into words by ``multiword`` (if given), tagged by each tagger; with ``confidence``, each
-    tag's probability in MISC under its tagger's key (:attr:`Tagger.confidence_key`)."""
+    piece, split into words by ``multiword`` (if given), tagged by each tagger, lemmatized by ``lemmatizer``
+    (if given); with ``confidence``, each tag's probability in MISC under its tagger's key
+    (:attr:`Tagger.confidence_key`)."""
     untagged, words = [], []
     for k, piece in enumerate(pieces):
         lines = (f"# sent_id = {k + 1}", f"# text = {_LINE_BREAK.sub(' ', piece.text)}") if comments else ()
@@ -204,23 +223,49 @@ def _tagged(pieces: Sequence[TextSentence], by_column: dict[str, Tagger], commen
         vocabulary = set(tagger.vocabulary) if tagger.vocabulary is not None else None
         forms = [_feature_forms(w, vocabulary) for w in words]
         tagged = _with_tags(tagged, tagger, forms, jobs, confidence)
-        if model_forms is None or column == "pos":
+        if model_forms is None or "pos" in FILLS[column]:
             model_forms = forms  # the parser sees the forms of its fine-tag tagger
+    tagged = with_lemmas(tagged, lemmatizer)
     return tagged, [_with_forms(s, f) for s, f in zip(tagged, model_forms or [s.forms for s in tagged])]
 
 
 def _with_tags(sentences: Sequence[Sentence], tagger: Tagger, forms: Sequence[Sequence[str]], jobs: int | None,
                confidence: bool) -> list[Sentence]:
-    """``sentences`` with the tags ``tagger`` gives ``forms`` in its column (UPOS or XPOS) and, with
-    ``confidence``, their probabilities in MISC."""
-    index = CPOS if tagger.column == "upos" else POS
+    """``sentences`` with the tags ``tagger`` gives ``forms`` in the columns it fills (:data:`FILLS`: a joint
+    tag split into UPOS, XPOS and FEATS) and, with ``confidence``, their probabilities in MISC."""
     found = tagger.predict(forms, jobs=jobs, confidence=True) if confidence else (tagger.predict(forms, jobs=jobs),)
-    out = [dataclasses.replace(s, rows=tuple(row[:index] + (tag,) + row[index + 1:] for row, tag in zip(s.rows, t)))
+    indices = [_INDEX[c] for c in FILLS[tagger.column]]
+
+    def written(row: tuple[str, ...], tag: str) -> tuple[str, ...]:
+        values = split_morph(tag) if tagger.column == "morph" else (tag,)
+        cells = list(row)
+        for index, value in zip(indices, values):
+            cells[index] = value
+        return tuple(cells)
+
+    out = [dataclasses.replace(s, rows=tuple(written(row, tag) for row, tag in zip(s.rows, t)))
            for s, t in zip(sentences, found[0])]
     if confidence:
         out = [s.with_misc(tagger.confidence_key, [probability_text(p) for p in probs])
                for s, probs in zip(out, found[1])]
     return out
+
+
+def tag_sentences(sentences: Sequence[Sentence], taggers: dict[str, Tagger], lemmatizer: Lemmatizer | None = None,
+                  *, jobs: int | None = 1, confidence: bool = False) -> list[Sentence]:
+    """``sentences`` (words given) with the columns ``taggers`` (by column, in :data:`COLUMN_NAMES`' order)
+    fill, then LEMMA by ``lemmatizer`` (if given); ``confidence``: the tags' probabilities in MISC."""
+    tagged = list(sentences)
+    if not tagged:
+        return []
+    for tagger in taggers.values():
+        tagged = _with_tags(tagged, tagger, [s.forms for s in tagged], jobs, confidence)
+    return with_lemmas(tagged, lemmatizer)
+
+
+def with_lemmas(sentences: Sequence[Sentence], lemmatizer: Lemmatizer | None) -> list[Sentence]:
+    """``sentences`` with the lemmas of ``lemmatizer`` in LEMMA (as they are without one)."""
+    return list(sentences) if lemmatizer is None else lemmatizer.lemmatize(sentences)
 
 
 def _with_forms(sentence: Sentence, forms: Sequence[str]) -> Sentence:
@@ -254,8 +299,9 @@ def _stages_of(arrays: dict[str, np.ndarray], meta: dict[str, Any], path: str
 
 
 class Pipeline:
-    """Raw text to dependency trees: sentences and tokens (:mod:`egnlp.tagger.text`), the POS taggers (one
-    for each tag column the parser reads, :func:`parser_columns`), the parser.
+    """Raw text to dependency trees: sentences and tokens (:mod:`egnlp.tagger.text`), the taggers (UPOS, XPOS,
+    FEATS, or the three as one joint tag; at least those the parser reads, :func:`parser_columns`), the
+    lemmatizer, the parser.
 
         from egnlp import Parser, Pipeline, Tagger
         pipeline = Pipeline([Tagger.load("pt-upos.npz")], Parser.load("pt.npz"), language="pt")
@@ -266,44 +312,57 @@ class Pipeline:
     ``language`` picks Punkt's model and abbreviations (a Punkt language name or code, e.g. ``portuguese``
     or ``pt``) when there is no ``tokenizer`` (:class:`~egnlp.tagger.tokenizer_model.Tokenizer`, trained
     on the treebank's text), which splits raw text into sentences and tokens. ``multiword`` splits tokens
-    into syntactic words (``do`` = ``de o``, written as a CoNLL-U range) before tagging. ``info`` is what
-    the pipeline's training records (``egnlp model info`` shows it).
+    into syntactic words (``do`` = ``de o``, written as a CoNLL-U range) before tagging; ``lemmatizer``
+    fills LEMMA after the taggers. ``info`` is what the pipeline's training records (``egnlp model info``
+    shows it).
 
     Raises:
-        InputError, ModelError: a tagger that is not a POS tagger (a chunker, say); a tag column the parser
-            reads without a tagger, or a tagger for a column it does not read.
+        InputError, ModelError: a tagger that is not a POS or morphology tagger (a chunker, say), or two that
+            fill a column; a tag column the parser reads that no tagger fills (FEATS or LEMMA: a warning).
         ValueError: an unknown language.
     """
 
-    def __init__(self, taggers: "Tagger | Sequence[Tagger]", parser: Parser, *, language: str = "english",
+    def __init__(self, taggers: "Tagger | Sequence[Tagger]", parser: Parser | None, *, language: str = "english",
                  tokenizer: Tokenizer | None = None, multiword: MultiwordExpander | None = None,
-                 info: dict[str, Any] | None = None) -> None:
-        if not isinstance(parser, Parser):
-            raise InputError(f"parser must be an egnlp Parser, not {type(parser).__name__}")
+                 lemmatizer: Lemmatizer | None = None, info: dict[str, Any] | None = None) -> None:
+        if parser is not None and not isinstance(parser, Parser):
+            raise InputError(f"parser must be an egnlp Parser or None, not {type(parser).__name__}")
         if multiword is not None and not isinstance(multiword, MultiwordExpander):
             raise InputError(f"multiword must be an egnlp MultiwordExpander, not {type(multiword).__name__}")
         if tokenizer is not None and not isinstance(tokenizer, Tokenizer):
             raise InputError(f"tokenizer must be an egnlp Tokenizer, not {type(tokenizer).__name__}")
+        if lemmatizer is not None and not isinstance(lemmatizer, Lemmatizer):
+            raise InputError(f"lemmatizer must be an egnlp Lemmatizer, not {type(lemmatizer).__name__}")
         self.tokenizer = tokenizer
+        self.lemmatizer = lemmatizer
         language_name(language)
         self.taggers = _taggers_by_column(taggers)
         self.parser = parser
         self.multiword = multiword
         self.language = language
         self.info = dict(info or {})
+        if parser is not None:
+            self._check_parser(parser)
+
+    def _check_parser(self, parser: Parser) -> None:
+        """InputError unless the stages fill every column ``parser`` reads."""
         needed = parser_columns(parser)
         reads = " and ".join(COLUMN_NAMES[c] for c in needed)
         setting = f"trained with --pos {parser.featurizer.tags}"
+        filled = filled_columns(self.taggers)
         for column in needed:
-            if column not in self.taggers:
+            if column not in filled:
                 option = "upos" if column == "upos" else "xpos"
                 raise InputError(f"the parser reads {reads} tags ({setting}) but no tagger predicts "
                                  f"{COLUMN_NAMES[column]}: give one trained with 'egnlp tagger train --column "
-                                 f"{option}'")
-        for column in self.taggers:
-            if column not in needed:
-                raise InputError(f"the parser reads {reads} tags only ({setting}); a tagger that predicts "
-                                 f"{COLUMN_NAMES[column]} is not used: leave it out")
+                                 f"{option}' (or --column morph)")
+        unfilled = [name for name, used, given in (("FEATS", parser.featurizer.use_feats, "feats" in filled),
+                                                   ("LEMMA", parser.featurizer.use_lemma, self.lemmatizer is not None))
+                    if used and not given]
+        if unfilled:
+            warnings.warn(f"the parser was trained with {' and '.join(unfilled)} but no stage of the pipeline "
+                          "predicts them: it sees '_' there, and parses less accurately than it would (a pipeline "
+                          "from 'egnlp pipeline train' predicts what its parser reads)", EgnlpWarning, stacklevel=3)
 
     def parse(self, text: str, *, input: str = "text", comments: bool = True, jobs: int | None = 1,
               confidence: bool = False) -> list[Sentence]:
@@ -330,23 +389,26 @@ class Pipeline:
             return self.parse_sentences(parse_corpus(text, "<text>", "conll", require_heads=False)[1], jobs=jobs,
                                         confidence=confidence)
         pieces = _segmented(text, input, self.language, self.taggers, self.tokenizer)
-        shown, seen = _tagged(pieces, self.taggers, comments, jobs, self.multiword, confidence)
-        if not shown:
-            return []
+        shown, seen = _tagged(pieces, self.taggers, comments, jobs, self.multiword, confidence, self.lemmatizer)
+        if not shown or self.parser is None:
+            return shown
         parsed = self.parser.parse_corpus(seen, jobs=jobs, confidence=confidence)
         return [_with_forms(tree, original.forms) for tree, original in zip(parsed, shown)]
 
     def parse_sentences(self, sentences: Sequence[Sentence], *, jobs: int | None = 1,
                         confidence: bool = False) -> list[Sentence]:
-        """Tag and parse sentences whose words are given (a CoNLL-U file's): the taggers' columns and HEAD,
-        DEPREL are predicted, DEPS cleared; FORM, LEMMA, FEATS, MISC, comments and multiword-token lines
-        are kept (``confidence``: as :meth:`parse`)."""
-        tagged = list(sentences)
-        if not tagged:
-            return []
-        for tagger in self.taggers.values():
-            tagged = _with_tags(tagged, tagger, [s.forms for s in tagged], jobs, confidence)
+        """Tag and parse sentences whose words are given (a CoNLL-U file's): the taggers' columns, LEMMA (with
+        a lemmatizer), HEAD and DEPREL are predicted, DEPS cleared; FORM, MISC, comments, multiword-token
+        lines and the columns no stage fills are kept (``confidence``: as :meth:`parse`)."""
+        tagged = self.tag_sentences(sentences, jobs=jobs, confidence=confidence)
+        if not tagged or self.parser is None:
+            return tagged
         return self.parser.parse_corpus(tagged, jobs=jobs, confidence=confidence)
+
+    def tag_sentences(self, sentences: Sequence[Sentence], *, jobs: int | None = 1,
+                      confidence: bool = False) -> list[Sentence]:
+        """:meth:`parse_sentences` without the parser: the taggers' columns and LEMMA (with a lemmatizer)."""
+        return tag_sentences(sentences, self.taggers, self.lemmatizer, jobs=jobs, confidence=confidence)
 
     def conllu(self, text: str, *, input: str = "text", jobs: int | None = 1, confidence: bool = False) -> str:
         """The CoNLL-U text of :meth:`parse`."""
@@ -359,7 +421,10 @@ class Pipeline:
         stages = {name: stage.file_parts() for name, stage in (("tokenizer", self.tokenizer),
                                                                    ("multiword", self.multiword)) if stage is not None}
         stages.update((column, tagger.file_parts()) for column, tagger in self.taggers.items())
-        stages["parser"] = self.parser.file_parts()
+        if self.lemmatizer is not None:
+            stages["lemmatizer"] = self.lemmatizer.file_parts()
+        if self.parser is not None:
+            stages["parser"] = self.parser.file_parts()
         meta = {"kind": PIPELINE_KIND, "format_version": PIPELINE_VERSION, "language": self.language,
                 "info": self.info}
         write_npz_atomic(path, *_stage_parts(stages, meta))
@@ -375,16 +440,18 @@ class Pipeline:
         path = str(path)
         stages = _stages_of(arrays, meta, path)
         language, info = meta.get("language"), meta.get("info")
-        if "parser" not in stages or not set(stages) - {"parser", "tokenizer", "multiword"} <= set(COLUMN_NAMES):
+        if not stages.keys() - {"parser", "tokenizer", "multiword", "lemmatizer"} <= COLUMN_NAMES.keys():
             raise ModelError(f"{path}: inconsistent model file (stages {', '.join(sorted(stages))[:60]})")
         if not isinstance(language, str) or not isinstance(info, dict):
             raise ModelError(f"{path}: inconsistent model file (no language or info)")
-        parser = Parser.from_file_parts(*stages.pop("parser"), path, prune=prune)
+        parser = Parser.from_file_parts(*stages.pop("parser"), path, prune=prune) if "parser" in stages else None
         multiword = MultiwordExpander.from_file_parts(*stages.pop("multiword"), path) if "multiword" in stages else None
         tokenizer = Tokenizer.from_file_parts(*stages.pop("tokenizer"), path) if "tokenizer" in stages else None
+        lemmatizer = Lemmatizer.from_file_parts(*stages.pop("lemmatizer"), path) if "lemmatizer" in stages else None
         taggers = [Tagger.from_file_parts(*stages[column], path) for column in COLUMN_NAMES if column in stages]
         try:
-            return cls(taggers, parser, language=language, tokenizer=tokenizer, multiword=multiword, info=info)
+            return cls(taggers, parser, language=language, tokenizer=tokenizer, multiword=multiword,
+                       lemmatizer=lemmatizer, info=info)
         except (InputError, ValueError) as exc:
             raise ModelError(f"{path}: inconsistent model file ({exc})") from None
 

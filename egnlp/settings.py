@@ -529,7 +529,14 @@ def _build(cls: type, settings: Any, options: Mapping[str, Any]) -> Any:
     return dataclasses.replace(settings, **fields)
 
 
+# The stages a pipeline can train ('pipeline train --stages'), in their order.
+PIPELINE_STAGES = ("tokenizer", "multiword", "tagger", "lemmatizer", "parser")
+# The parts a pipeline parser's training file is cut into for its predicted columns (0: the gold columns).
+JACKKNIFE_FOLDS = 5
+
+
 @dataclass(frozen=True)
+
 class LemmatizerSettings:
     """How a lemmatizer is trained from a CoNLL-U file (:func:`egnlp.lemmatizer_training.train_lemmatizer`):
     a dictionary of the training words and a maximum-entropy classifier of edit scripts for the others,

@@ -1,6 +1,6 @@
 """A whole pipeline in one model file: trained from a treebank (the taggers its tag columns call for, a
-parser without LEMMA and FEATS features), saved and loaded with the same output, run on each input mode
-(raw text, a sentence a line, tokens, CoNLL-U), from Python and from the command line.
+lemmatizer, a parser trained on their jackknifed predictions), saved and loaded with the same output, run on
+each input mode (raw text, a sentence a line, tokens, CoNLL-U), from Python and from the command line.
 
 Small pipelines are trained once per module on the first sentences of the UD files.
 """
@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from ud_checks import udvalidate
-from egnlp.base.errors import InputError, ModelError
+from egnlp.base.errors import InputError, ModelError, SettingsError
 from egnlp.corpora import parse_conll, read_conll
 from egnlp.corpora.sentence import BLANK, CPOS, FEATS, LEMMA, POS
 from egnlp.pipeline import Pipeline
-from egnlp.pipeline_training import PIPELINE_PARSER, pipeline_columns, train_pipeline
+from egnlp.pipeline_training import PIPELINE_PARSER, jackknifed, pipeline_columns, train_pipeline
 from egnlp.settings import ParserSettings, TaggerSettings, TokenizerSettings
 
 from cli_helpers import assert_ok, error_line, run, usage_line
@@ -36,31 +36,54 @@ def _first(name: str, count: int):
 
 @pytest.fixture(scope="module")
 def nl() -> Pipeline:
-    """UPOS and XPOS taggers and a parser reading both, on 60 nl_alpino sentences."""
+    """A joint UPOS/XPOS/FEATS tagger, a lemmatizer and a parser reading both tags, on 60 nl_alpino sentences."""
     return train_pipeline(_first("nl_alpino-ud-test.conllu", 60), language="nl", data="nl60", **FAST)
 
 
 @pytest.fixture(scope="module")
 def pt() -> Pipeline:
-    """A UPOS tagger and a parser reading UPOS, on 60 pt_bosque sentences."""
+    """A joint UPOS/FEATS tagger (XPOS is '_'), a lemmatizer and a parser reading UPOS, on 60 pt_bosque sentences."""
     return train_pipeline(_first("pt_bosque-ud-test.conllu", 60), language="pt", **FAST)
 
 
 def test_the_filled_tag_columns_choose_the_stages(nl: Pipeline, pt: Pipeline) -> None:
-    assert pipeline_columns(_first("nl_alpino-ud-test.conllu", 5)) == ("upos", "pos")
-    assert pipeline_columns(_first("pt_bosque-ud-test.conllu", 5)) == ("upos",)  # XPOS is '_'
-    assert set(nl.taggers) == {"upos", "pos"} and nl.parser.featurizer.tags == "both"
-    assert set(pt.taggers) == {"upos"} and pt.parser.featurizer.tags == "upos"
+    nl5 = _first("nl_alpino-ud-test.conllu", 5)
+    assert pipeline_columns(nl5) == pipeline_columns(_first("pt_bosque-ud-test.conllu", 5)) == ("morph",)
+    assert pipeline_columns([s.with_tags(feats=[BLANK] * len(s)) for s in nl5]) == ("morph",)  # UPOS and XPOS
+    upos_only = [s.with_tags(pos=[BLANK] * len(s), feats=[BLANK] * len(s)) for s in nl5]
+    assert pipeline_columns(upos_only) == ("upos",)
+    assert set(nl.taggers) == {"morph"} and nl.parser.featurizer.tags == "both"
+    assert set(pt.taggers) == {"morph"} and pt.parser.featurizer.tags == "upos"
     blank = [s.with_tags(pos=[BLANK] * len(s), upos=[BLANK] * len(s)) for s in _first("nl_alpino-ud-test.conllu", 3)]
     with pytest.raises(InputError, match="UPOS or an XPOS"):
         pipeline_columns(blank)
 
 
-def test_the_parser_has_no_lemma_or_feats_features(nl: Pipeline) -> None:
-    """No stage predicts LEMMA or FEATS, so the parser is trained without them (though the file has them)."""
-    assert not nl.parser.featurizer.use_lemma and not nl.parser.featurizer.use_feats
-    assert nl.info["columns"] == ["UPOS", "XPOS"] and nl.info["sentences"] == 60 and nl.info["data"] == "nl60"
-    assert set(nl.info["train_cpu_seconds"]) == {"tokenizer", "upos", "pos", "parser"}
+def test_the_parser_trains_on_jackknifed_predictions(nl: Pipeline) -> None:
+    """The parser reads the LEMMA and FEATS the pipeline predicts, trained on predictions for sentences that the
+    stages predicting them did not see."""
+    assert nl.parser.featurizer.use_lemma and nl.parser.featurizer.use_feats
+    assert nl.info["columns"] == ["UPOS, XPOS and FEATS"] and nl.info["sentences"] == 60 and nl.info["data"] == "nl60"
+    assert list(nl.info["train_cpu_seconds"]) == ["tokenizer", "morph", "lemmatizer", "jackknife", "parser"]
+    assert nl.info["parser_columns"] == "predicted by the pipeline's stages, jackknifed on 5 folds"
+
+
+def test_jackknifing_annotates_each_fold_by_a_model_of_the_others() -> None:
+    sentences = _first("nl_alpino-ud-test.conllu", 10)
+    seen = []
+
+    def fit(train):
+        seen.append({" ".join(s.forms) for s in train})
+        return lambda fold: [s.with_tags(upos=[str(len(train))] * len(s)) for s in fold]
+
+    out = jackknifed(sentences, 3, fit)
+    assert [s.forms for s in out] == [s.forms for s in sentences]  # the order kept
+    parts = [sentences[:3], sentences[3:6], sentences[6:]]
+    assert [{" ".join(s.forms) for s in part} for part in parts] == [{" ".join(s.forms) for s in sentences} - t
+                                                                      for t in seen]
+    assert [s.cpos[0] for s in out] == ["7"] * 3 + ["7"] * 3 + ["6"] * 4
+    with pytest.raises(SettingsError, match="folds"):
+        jackknifed(sentences, 11, fit)
 
 
 def test_saved_and_loaded_it_gives_the_same_output(nl: Pipeline, tmp_path: Path) -> None:
@@ -95,8 +118,10 @@ def test_conllu_input_keeps_words_comments_and_multiword_tokens(pt: Pipeline, tm
     assert [s.forms for s in parsed] == [s.forms for s in source]
     assert [s.aside for s in parsed] == [s.aside for s in source]  # comments and 1-2 lines as they were
     assert any("-" in line.split("\t", 1)[0] for s in parsed for _, line in s.aside)
-    assert [[r[LEMMA], r[FEATS]] for s in parsed for r in s.rows] == [[r[LEMMA], r[FEATS]] for s in source
+    tagged = pt.tag_sentences(source)  # LEMMA and FEATS are the lemmatizer's and the tagger's, not the input's
+    assert [[r[LEMMA], r[FEATS]] for s in parsed for r in s.rows] == [[r[LEMMA], r[FEATS]] for s in tagged
                                                                       for r in s.rows]
+    assert sum(r[LEMMA] == BLANK for s in parsed for r in s.rows) < 0.1 * sum(map(len, parsed))
     out = tmp_path / "pt.conllu"
     out.write_text(pt.conllu(text, input="conllu"), encoding="utf-8")
     checked = udvalidate(out, "pt")
@@ -119,7 +144,7 @@ def test_raw_text_output_is_valid_conllu(pt: Pipeline, tmp_path: Path) -> None:
 def test_a_pipeline_with_multiword_tokens_round_trips(pt: Pipeline, tmp_path: Path) -> None:
     pt.save(tmp_path / "pt.model")
     loaded = Pipeline.load(tmp_path / "pt.model")
-    assert loaded.multiword is not None and set(loaded.taggers) == {"upos"}
+    assert loaded.multiword is not None and set(loaded.taggers) == {"morph"}
     assert loaded.conllu(PT_TEXT) == pt.conllu(PT_TEXT)
     assert loaded.conllu("Disse-lhe que vinha do Porto .", input="tokens") == \
         pt.conllu("Disse-lhe que vinha do Porto .", input="tokens")
@@ -140,15 +165,17 @@ def test_cli_trains_runs_and_refuses(nl: Pipeline, tmp_path: Path) -> None:
     model = tmp_path / "sub" / "nl.model"
     trained = run("pipeline", "train", train, "--out", model, "--language", "nl")
     assert_ok(trained)
-    assert "[1/4] tokenizer" in trained.stderr and "[2/4] UPOS tagger" in trained.stderr
-    assert "[4/4] parser" in trained.stderr
+    assert "[1/5] tokenizer" in trained.stderr and "[2/5] UPOS, XPOS and FEATS tagger" in trained.stderr
+    assert "[3/5] lemmatizer" in trained.stderr and "[4/5] jackknifing: taggers and lemmatizer on 5 folds" in \
+        trained.stderr and "[5/5] parser" in trained.stderr
     assert f"wrote {model}" in trained.stderr.splitlines()[-1]
     info = run("model", "info", model)
     assert_ok(info)
     assert "pipeline, format version 1" in info.stdout and "\nparser:\n  kind" in info.stdout
-    assert "tokenizer, UPOS tagger, XPOS tagger, parser\n" in info.stdout
+    assert "tokenizer, UPOS, XPOS and FEATS tagger, lemmatizer, parser\n" in info.stdout
     described = json.loads(run("model", "info", model, "--json").stdout)
-    assert described["kind"] == "pipeline" and list(described["stages"]) == ["UPOS tagger", "XPOS tagger", "parser"]
+    assert described["kind"] == "pipeline" and list(described["stages"]) == ["UPOS, XPOS and FEATS tagger",
+                                                                                 "lemmatizer", "parser"]
     assert described["stages"]["parser"]["order"] == PIPELINE_PARSER.order_of_model
     assert described["training"]["tokenizer"] == "egnlp character CRF"
     text = tmp_path / "in.txt"

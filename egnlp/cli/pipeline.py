@@ -14,9 +14,11 @@ from egnlp.cli.common import DevOption, EncodingOption, JobsOption, JsonOption, 
     TextOut, counted, model_file, new_app, note, print_json, report_rate, write_output
 from egnlp.cli.progress import StageProgress
 from egnlp.cli.tagger import LanguageOption
+from egnlp.settings import JACKKNIFE_FOLDS, PIPELINE_STAGES as STAGES
 from egnlp.startup import kernels_note, start_up
 
-STAGE_NAMES = {"upos": "UPOS tagger", "pos": "XPOS tagger", "multiword": "multiword tokens"}
+STAGE_NAMES = {"upos": "UPOS tagger", "pos": "XPOS tagger", "feats": "FEATS tagger", "morph": "UPOS/XPOS/FEATS tagger",
+               "multiword": "multiword tokens", "jackknife": "jackknifing"}
 pipeline_app = new_app("Train and run a whole pipeline (raw text to UD trees) kept in one model file.")
 
 
@@ -37,6 +39,13 @@ class InputMode(str, Enum):
     conllu = "conllu"
 
 
+StagesOption = Annotated[str, typer.Option(
+    "--stages", help=f"The stages to train, comma-separated, among {', '.join(STAGES)} (multiword tokens where the "
+    "treebank has ranges, a lemmatizer where it has lemmas). Without a tokenizer, NLTK's Punkt splits the text; "
+    "without a parser the pipeline tags only.")]
+FoldsOption = Annotated[int, typer.Option(
+    "--folds", help="Jackknifing: the parser trains on tags, features and lemmas predicted for each of this many "
+    "parts of the training file by stages trained on the others; 0 trains it on the gold columns.")]
 ConfidenceOption = Annotated[bool, typer.Option(
     "--confidence", help="Also write each word's probabilities under the models to MISC: of its tags (UPosProb, "
     "XPosProb, by the column each tagger fills) and of its head (HeadProb), e.g. "
@@ -51,11 +60,12 @@ def pipeline_train(train: Annotated[str, typer.Argument(metavar="TRAIN", help="C
                                                               "(siblings) or 3 (grandparents: the most accurate, "
                                                               "parsing about 2.5x as long as order 2).")
                                     ] = ParserOrder.second,
+                   stages: StagesOption = ",".join(STAGES), folds: FoldsOption = JACKKNIFE_FOLDS,
                    encoding: EncodingOption = "utf-8", quiet: QuietOption = False, as_json: JsonOption = False
                    ) -> None:
-    """Train a tokenizer and sentence splitter, a multiword-token expander (where the treebank has ranges), the
-    taggers the parser reads (UPOS, XPOS) and the parser, and write them as one model file for 'egnlp pipeline
-    run'."""
+    """Train a tokenizer and sentence splitter, a multiword-token expander (where the treebank has ranges), a
+    tagger of UPOS, XPOS and FEATS, a lemmatizer and a parser trained on what they predict, and write them as
+    one model file for 'egnlp pipeline run'."""
     from egnlp.inputs import training_sets
     from egnlp.pipeline_training import parser_of_order, train_pipeline
     from egnlp.tagger.text import language_name
@@ -68,7 +78,8 @@ def pipeline_train(train: Annotated[str, typer.Argument(metavar="TRAIN", help="C
          + (f", dev {len(sets.dev)}" if sets.dev else ""), quiet)
     with StageProgress(quiet) as on_stage:
         pipeline = train_pipeline(sets.train, sets.dev, language=language, data=str(train), on_stage=on_stage,
-                                  parser_settings=parser_of_order(int(order.value)))
+                                  parser_settings=parser_of_order(int(order.value)), folds=folds,
+                                  stages=[name.strip() for name in stages.split(",") if name.strip()])
         pipeline.save(out)
     cpu = pipeline.info["train_cpu_seconds"]
     if as_json:
