@@ -280,10 +280,12 @@ class Lemmatizer:
         if len(self._pred_index) != P:
             raise ValueError("repeated predicates")
         self._whole = [k for k, s in enumerate(self.scripts) if s.whole is not None]
-        self._by_suffix: dict[tuple[bool, str], list[int]] = {}  # (keeps case, stripped suffix) -> affix scripts
+        # (keeps case, stripped suffix) -> (id, characters stripped, stripped prefix) of each affix script
+        self._by_suffix: dict[tuple[bool, str], list[tuple[int, int, str]]] = {}
         for k, s in enumerate(self.scripts):
             if s.whole is None:
-                self._by_suffix.setdefault((s.case == "keep", s.strip_suffix), []).append(k)
+                self._by_suffix.setdefault((s.case == "keep", s.strip_suffix), []).append(
+                    (k, len(s.strip_prefix) + len(s.strip_suffix), s.strip_prefix))
 
     # -- lemmas
 
@@ -292,9 +294,10 @@ class Lemmatizer:
         found = list(self._whole)
         for keep in (False, True):
             text = _edited("keep" if keep else "lower", form)
-            for k in range(len(text)):
-                for s in self._by_suffix.get((keep, text[len(text) - k:]), ()):
-                    if applies(self.scripts[s], form):
+            n = len(text)
+            for k in range(n):  # what :func:`applies` checks, the suffix found by its key
+                for s, stripped, prefix in self._by_suffix.get((keep, text[n - k:]), ()):
+                    if n > stripped and text.startswith(prefix):
                         found.append(s)
         return sorted(found)
 
@@ -335,22 +338,20 @@ class Lemmatizer:
         """The lemma of each (form, (UPOS, XPOS, FEATS)) word (:func:`word_columns` gives the tags):
         the dictionary's, else the classifier's. ``known``, if given, receives whether each word was in
         the dictionary."""
-        out: list[str | None] = []
-        unseen = []
-        for form, tags in words:
+        distinct = list(dict.fromkeys(words))  # each distinct word once: a text repeats most of its words
+        found: dict[Any, str | None] = {}
+        for word in distinct:
             lemma = None
-            for key in dictionary_keys(form, tags, self.form_backoff):
+            for key in dictionary_keys(word[0], word[1], self.form_backoff):
                 lemma = self.dictionary.get(key)
                 if lemma is not None:
                     break
-            if lemma is None:
-                unseen.append(len(out))
-            out.append(lemma)
+            found[word] = lemma
         if known is not None:
-            known[:] = [lemma is not None for lemma in out]
-        for i, lemma in zip(unseen, self.guess([words[i] for i in unseen])):
-            out[i] = lemma
-        return out  # type: ignore[return-value]
+            known[:] = [found[word] is not None for word in words]
+        unseen = [word for word in distinct if found[word] is None]
+        found.update(zip(unseen, self.guess(unseen)))
+        return [found[word] for word in words]  # type: ignore[misc]
 
     def lemmatize(self, sentences: Sequence[Sentence]) -> list[Sentence]:
         """Copies of ``sentences`` with the LEMMA column of every word filled from its FORM and the tag
