@@ -68,6 +68,7 @@ LEMMATIZER_PASSES = 20
 LEMMATIZER_RARE = 5
 LEMMATIZER_TOL = 1e-3
 LEMMATIZER_COLUMNS = ("upos", "xpos", "feats")
+LEMMATIZER_KNOWN_GRID = (0.0, 0.01, 0.03, 0.1)
 
 # --- the benches' runs (egnlp bench): the comparisons of Collins et al. (2008) and Zhang et al. (2011) ---------
 BENCH_TRAINERS = {"ll": ("eg-ll", "lbfgs", "sgd", "eg-ll-batch"), "mm": ("eg-mm", "cutting-plane", "bcfw")}
@@ -526,8 +527,8 @@ def _build(cls: type, settings: Any, options: Mapping[str, Any]) -> Any:
 class LemmatizerSettings:
     """How a lemmatizer is trained from a CoNLL-U file (:func:`egnlp.lemmatizer_training.train_lemmatizer`):
     a dictionary of the training words and a maximum-entropy classifier of edit scripts for the others,
-    trained by coordinate descent (Huang et al. 2010). C and the dictionary's form back-off left unset
-    are chosen on the last tenth of the training sentences."""
+    trained by coordinate descent (Huang et al. 2010). C, the dictionary's form back-off and the known
+    ratio left unset are chosen on the last tenth of the training sentences."""
 
     C: float | None = option(None, "--C", "The classifier's prior C of sum_i -log P(y_i|x_i) + C/2 ||w||^2.",
                              shown=f"tuned over {', '.join(map(str, LEMMATIZER_C_GRID))}")
@@ -536,6 +537,10 @@ class LemmatizerSettings:
     form_backoff: bool | None = option(None, "--form-backoff/--no-form-backoff", "Let the dictionary answer a "
                                        "word seen with other tags by the form's most frequent lemma.",
                                        shown="tuned")
+    known_ratio: float | None = option(None, "--known-ratio", "Where the classifier's best lemma was never seen "
+                                       "in training, take the best one that was if its probability is at least "
+                                       "this share of the best's (0: never).",
+                                       shown=f"tuned over {', '.join(map(str, LEMMATIZER_KNOWN_GRID))}")
     min_count: int = option(2, "--min-count", "The classifier's scripts: those of at least this many "
                             "training words.")
     rare_forms: int = option(LEMMATIZER_RARE, "--rare-forms", "The classifier learns from the words whose "
@@ -550,6 +555,8 @@ class LemmatizerSettings:
             _check_count(self, name, least)
         if self.C is not None and not self.C > 0:
             raise SettingsError(f"--C must be positive, not {self.C}")
+        if self.known_ratio is not None and not 0 <= self.known_ratio <= 1:
+            raise SettingsError(f"--known-ratio must lie between 0 and 1, not {self.known_ratio}")
         names = self.column_list
         if not names or len(set(names)) != len(names) or any(c not in LEMMATIZER_COLUMNS for c in names):
             raise SettingsError(f"--columns: {self.columns!r} is not a comma-separated list of distinct names of "

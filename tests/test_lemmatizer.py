@@ -40,7 +40,7 @@ def pt_dev():
 
 @pytest.fixture(scope="module")
 def pt(pt_test) -> Lemmatizer:
-    return train_lemmatizer(pt_test, C=0.1, form_backoff=False)
+    return train_lemmatizer(pt_test, C=0.1, form_backoff=False, known_ratio=0.0)
 
 
 # --------------------------------------------------------------------------- edit scripts
@@ -114,6 +114,36 @@ def test_guess_scores_by_the_weights_of_its_predicates(pt: Lemmatizer) -> None:
         assert pt.candidates(form) == cand
         best = max(cand, key=lambda k: (scores[k], -k))
         assert pt.guess([(form, tags)]) == [apply_script(pt.scripts[best], form) or form]
+
+
+def test_known_lemmas_win_within_the_ratio(pt: Lemmatizer, pt_dev) -> None:
+    words = list(dict.fromkeys((row[1], (row[3], row[4], row[5])) for s in pt_dev for row in s.rows))
+    known: list[bool] = []
+    pt.lemmas(words, known)
+    unseen = [w for w, k in zip(words, known) if not k]
+    plain = pt.guess(unseen)
+    try:
+        pt.known_ratio = 1e-300  # any applicable script with a training lemma beats one without
+        anything = pt.guess(unseen)
+        pt.known_ratio = 1.0  # only a tie with the best
+        tie = pt.guess(unseen)
+    finally:
+        pt.known_ratio = 0.0
+    assert tie == plain
+    changed = 0
+    for (form, _), a, b in zip(unseen, plain, anything):
+        makes_known = any(apply_script(pt.scripts[k], form).lower() in pt.known_lemmas for k in pt.candidates(form))
+        assert (b.lower() in pt.known_lemmas) == makes_known or (b == form and not makes_known)
+        changed += a != b
+    assert changed > 0
+    gold = dict(((row[1], (row[3], row[4], row[5])), row[LEMMA]) for s in pt_dev for row in s.rows)
+    pt.known_ratio = 0.01
+    try:
+        preferred = pt.guess(unseen)
+    finally:
+        pt.known_ratio = 0.0
+    right = [sum(lemma == gold[w] for w, lemma in zip(unseen, guesses)) for guesses in (plain, preferred)]
+    assert right[1] > right[0]
 
 
 def test_coordinate_descent_reaches_the_optimum_of_lbfgs(pt_test) -> None:
