@@ -96,21 +96,24 @@ def _check_lemmas(words: Sequence[Word]) -> None:
 
 def classifier_problem(words: Sequence[Word], settings: LemmatizerSettings
                        ) -> tuple[MaxentProblem | None, list[str], list[EditScript], dict[str, Any]]:
-    """The classifier's maxent problem (None without a script of ``min_count`` words), the names of its
+    """The classifier's maxent problem (None without a script of ``min_count`` events), the names of its
     predicates, its scripts (the labels: most frequent first, ties by the script's string) and counts:
-    one event per word of a kept script whose form is rare (``rare_forms``)."""
-    scripts_of = [edit_script(form, lemma) for form, _, lemma in words]
-    counts = Counter(scripts_of)
-    kept = sorted((s for s, n in counts.items() if n >= settings.min_count), key=lambda s: (-counts[s], str(s)))
-    script_id = {s: k for k, s in enumerate(kept)}
+    one event per word whose form is rare (``rare_forms``) and whose script at least ``min_count`` such
+    words have."""
     form_counts = Counter(form.lower() for form, _, _ in words)
     rare = settings.rare_forms
+    scripts_of = [edit_script(form, lemma) if not rare or form_counts[form.lower()] <= rare else None
+                  for form, _, lemma in words]
+    counts = Counter(s for s in scripts_of if s is not None)
+    # every label has events, so none scores 0 for want of features
+    kept = sorted((s for s, n in counts.items() if n >= settings.min_count), key=lambda s: (-counts[s], str(s)))
+    script_id = {s: k for k, s in enumerate(kept)}
     predicates: dict[str, int] = {}
     ev_pred: list[int] = []
     ev_ptr = [0]
     labels = []
     for (form, tags, _), script in zip(words, scripts_of):
-        if script not in script_id or (rare and form_counts[form.lower()] > rare):
+        if script not in script_id:
             continue
         for p in lemma_predicates(form, *tags):
             ev_pred.append(predicates.setdefault(p, len(predicates)))

@@ -140,8 +140,8 @@ def _lemmatizer_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
             ("dictionary", f"{_number(info['dictionary_keys'])} keys; form back-off "
              f"{_number(info['form_backoff'])}"),
             ("edit scripts", f"{_number(info['scripts'])} in the classifier ({_number(info['whole_scripts'])} "
-             f"whole lemmas); {_number(classifier.get('scripts'))} in training; a training lemma preferred "
-             f"down to {_number(info['known_ratio'])} of the best's probability"),
+             f"whole lemmas) of the {_number(classifier.get('scripts'))} of rare training words; a training "
+             f"lemma preferred down to {_number(info['known_ratio'])} of the best's probability"),
             ("features", f"{_number(info['features']['count'])} ({_number(info['features']['predicates'])} "
              "predicates)"),
             ("training data", f"{training['data'] or 'not recorded'} ({_number(training['train_sentences'])} "
