@@ -11,10 +11,11 @@ The dictionary, the edit scripts and the predicates come from
 word whose script at least ``min_count`` words have; the script is the
 label) trained by coordinate descent (Huang et al. 2010, Algorithm 3;
 objective sum_i -log P(y_i | x_i) + C/2 ||w||^2). Unless the settings give
-them, C (over :data:`~egnlp.settings.LEMMATIZER_C_GRID`) and the dictionary's
-form back-off are chosen on the last tenth of the training sentences, held
+them, C (over :data:`~egnlp.settings.LEMMATIZER_C_GRID`), the dictionary's
+form back-off and the known ratio (over
+:data:`~egnlp.settings.LEMMATIZER_KNOWN_GRID`) are chosen on the last tenth of the training sentences, held
 out from a model trained on the rest (lemma accuracy; among equals the
-larger C, then the back-off), and the final model is trained on every
+larger C, then the back-off, then the smaller ratio), and the final model is trained on every
 sentence.
 """
 
@@ -32,7 +33,7 @@ from egnlp.base.errors import InputError
 from egnlp.corpora import Sentence
 from egnlp.corpora.sentence import FORM, LEMMA
 from egnlp.features.lemma_predicates import lemma_predicates
-from egnlp.settings import LEMMATIZER_C_GRID, LemmatizerSettings
+from egnlp.settings import LEMMATIZER_C_GRID, LEMMATIZER_KNOWN_GRID, LemmatizerSettings
 from egnlp.tagger.lemmatizer import EditScript, Lemmatizer, dictionary_keys, edit_script, word_columns
 from egnlp.training.configs import CDConfig
 from egnlp.training.coordinate_descent import fit_cd
@@ -67,12 +68,15 @@ def train_lemmatizer(sentences: Sequence[Sentence], dev: Sequence[Sentence] | No
         raise InputError("no training sentences with words")
     start = time.process_time()
     tuning = None
-    if (settings.C is None or settings.form_backoff is None) and len(sentences) >= 10:
+    if (settings.C is None or settings.form_backoff is None or settings.known_ratio is None) and len(sentences) >= 10:
         cut = len(sentences) - max(1, round(HELD_OUT * len(sentences)))
         tuning = tune(training_words(sentences[:cut], columns), training_words(sentences[cut:], columns), settings)
-        settings = dataclasses.replace(settings, C=tuning["best"]["C"], form_backoff=tuning["best"]["form_backoff"])
+        best = tuning["best"]
+        settings = dataclasses.replace(settings, C=best["C"], form_backoff=best["form_backoff"],
+                                       known_ratio=best["known_ratio"])
     settings = dataclasses.replace(settings, C=settings.C if settings.C is not None else LEMMATIZER_C_GRID[-1],
-                                   form_backoff=settings.form_backoff if settings.form_backoff is not None else True)
+                                   form_backoff=settings.form_backoff if settings.form_backoff is not None else True,
+                                   known_ratio=settings.known_ratio if settings.known_ratio is not None else 0.0)
     words = training_words(sentences, columns)
     lemmatizer = fit_lemmatizer(words, settings)
     lemmatizer.info.update({"data": data, "train_sentences": len(sentences), "train_words": len(words),
@@ -92,21 +96,24 @@ def _check_lemmas(words: Sequence[Word]) -> None:
 
 def classifier_problem(words: Sequence[Word], settings: LemmatizerSettings
                        ) -> tuple[MaxentProblem | None, list[str], list[EditScript], dict[str, Any]]:
-    """The classifier's maxent problem (None without a script of ``min_count`` words), the names of its
+    """The classifier's maxent problem (None without a script of ``min_count`` events), the names of its
     predicates, its scripts (the labels: most frequent first, ties by the script's string) and counts:
-    one event per word of a kept script whose form is rare (``rare_forms``)."""
-    scripts_of = [edit_script(form, lemma) for form, _, lemma in words]
-    counts = Counter(scripts_of)
-    kept = sorted((s for s, n in counts.items() if n >= settings.min_count), key=lambda s: (-counts[s], str(s)))
-    script_id = {s: k for k, s in enumerate(kept)}
+    one event per word whose form is rare (``rare_forms``) and whose script at least ``min_count`` such
+    words have."""
     form_counts = Counter(form.lower() for form, _, _ in words)
     rare = settings.rare_forms
+    scripts_of = [edit_script(form, lemma) if not rare or form_counts[form.lower()] <= rare else None
+                  for form, _, lemma in words]
+    counts = Counter(s for s in scripts_of if s is not None)
+    # every label has events, so none scores 0 for want of features
+    kept = sorted((s for s, n in counts.items() if n >= settings.min_count), key=lambda s: (-counts[s], str(s)))
+    script_id = {s: k for k, s in enumerate(kept)}
     predicates: dict[str, int] = {}
     ev_pred: list[int] = []
     ev_ptr = [0]
     labels = []
     for (form, tags, _), script in zip(words, scripts_of):
-        if script not in script_id or (rare and form_counts[form.lower()] > rare):
+        if script not in script_id:
             continue
         for p in lemma_predicates(form, *tags):
             ev_pred.append(predicates.setdefault(p, len(predicates)))
@@ -134,7 +141,7 @@ def fit_lemmatizer(words: Sequence[Word], settings: LemmatizerSettings) -> Lemma
         feat_ptr, feat_label, weights = np.zeros(len(predicates) + 1, np.int64), np.zeros(0, np.int64), np.zeros(0)
     return Lemmatizer(scripts, _dictionary(words, settings), predicates, feat_ptr, feat_label, weights,
                       columns=settings.column_list, form_backoff=bool(settings.form_backoff),
-                      info={"classifier": record})
+                      known_ratio=settings.known_ratio or 0.0, info={"classifier": record})
 
 
 def _dictionary(words: Sequence[Word], settings: LemmatizerSettings) -> dict[str, str]:
@@ -153,15 +160,16 @@ def _accuracy(lemmatizer: Lemmatizer, words: Sequence[Word]) -> float:
 
 
 def tune(train: Sequence[Word], held_out: Sequence[Word], settings: LemmatizerSettings) -> dict:
-    """The lemma accuracy on ``held_out`` of the lemmatizers trained on ``train`` over the C grid (or the
-    given C) and the back-off on and off (or the given one), and the best: the highest accuracy, among
-    equals the larger C, then the back-off on."""
+    """The lemma accuracy on ``held_out`` of the lemmatizers trained on ``train`` over the C grid, the
+    back-off on and off and the known-ratio grid (each where the settings leave it unset), and the best:
+    the highest accuracy, among equals the larger C, then the back-off on, then the smaller ratio."""
     rows = []
     for C in (LEMMATIZER_C_GRID if settings.C is None else (settings.C,)):
         lemmatizer = fit_lemmatizer(train, dataclasses.replace(settings, C=C, form_backoff=True))
         for backoff in ((True, False) if settings.form_backoff is None else (settings.form_backoff,)):
-            lemmatizer.form_backoff = backoff
-            rows.append({"C": C, "form_backoff": backoff, "accuracy": _accuracy(lemmatizer, held_out)})
-    best = max(rows, key=lambda row: (row["accuracy"], row["C"], row["form_backoff"]))
+            for ratio in (LEMMATIZER_KNOWN_GRID if settings.known_ratio is None else (settings.known_ratio,)):
+                lemmatizer.form_backoff, lemmatizer.known_ratio = backoff, ratio
+                rows.append({"C": C, "form_backoff": backoff, "known_ratio": ratio,
+                             "accuracy": _accuracy(lemmatizer, held_out)})
+    best = max(rows, key=lambda row: (row["accuracy"], row["C"], row["form_backoff"], -row["known_ratio"]))
     return {"held_out_words": len(held_out), "grid": rows, "best": best}
-

@@ -122,7 +122,8 @@ def _lemmatizer_part(model: Lemmatizer) -> dict[str, Any]:
     info = model.info
     classifier = _dict(info.get("classifier"))
     return {"kind": "lemmatizer", "format_version": lemmatizer.FORMAT_VERSION, "columns": list(model.columns),
-            "form_backoff": model.form_backoff, "dictionary_keys": len(model.dictionary),
+            "form_backoff": model.form_backoff, "known_ratio": model.known_ratio,
+            "dictionary_keys": len(model.dictionary),
             "scripts": len(model.scripts), "whole_scripts": sum(s.whole is not None for s in model.scripts),
             "features": {"count": int(model.weights.size), "predicates": len(model.predicates)},
             "training": {"data": info.get("data"), "train_sentences": info.get("train_sentences"),
@@ -140,7 +141,8 @@ def _lemmatizer_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
             ("dictionary", f"{_number(info['dictionary_keys'])} keys; form back-off "
              f"{_number(info['form_backoff'])}"),
             ("edit scripts", f"{_number(info['scripts'])} in the classifier ({_number(info['whole_scripts'])} "
-             f"whole lemmas); {_number(classifier.get('scripts'))} in training"),
+             f"whole lemmas) of the {_number(classifier.get('scripts'))} of rare training words; a training "
+             f"lemma preferred down to {_number(info['known_ratio'])} of the best's probability"),
             ("features", f"{_number(info['features']['count'])} ({_number(info['features']['predicates'])} "
              "predicates)"),
             ("training data", f"{training['data'] or 'not recorded'} ({_number(training['train_sentences'])} "

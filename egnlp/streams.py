@@ -81,7 +81,9 @@ def tag_piece(job: tuple[Any, Any, str, str, str, bool, int], piece: Piece) -> D
     tagger, pos_model, name, fmt, target, confidence, jobs = job
     sentences = parse_as(piece.text, name, fmt, require_heads=False, first_line=piece.first_line)
     if tagger.use_pos and pos_model is None:
-        check_tags(sentences, "pos", "a chunker reads the POS column (or give --pos-tagger MODEL)")
+        column = tagger.input_column
+        check_tags(sentences, column, f"this tagger reads the {'UPOS' if column == 'upos' else 'POS'} column "
+                   "(or give --pos-tagger MODEL)")
     if pos_model is not None:
         sentences = pos_model.tag_corpus(sentences, jobs=jobs)
     tagged = tagger.tag_corpus(sentences, jobs=jobs, confidence=confidence)

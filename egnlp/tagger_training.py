@@ -68,20 +68,22 @@ def accuracy_scorer(featurizer: ChainFeaturizer, tokens: Sequence[Sequence[str]]
     return score
 
 
-def label_columns(sentences: Sequence[Sentence], column: str = "pos"):
+def label_columns(sentences: Sequence[Sentence], column: str = "pos", reads_upos: bool = False):
     """(tokens, labels, POS input or None) of tagged sentences: a chunker's labels are the
     chunk column and it reads the POS column; a POS tagger (``pos``: POSTAG / XPOS, ``upos``:
-    CPOSTAG / UPOS), a FEATS tagger (``feats``) and a joint tagger (``morph``: UPOS#XPOS#FEATS,
-    :mod:`egnlp.corpora.morphology`) read words only. FEATS come sorted as UD writes them
+    CPOSTAG / UPOS) reads words only, a FEATS tagger (``feats``) and a joint tagger (``morph``:
+    UPOS#XPOS#FEATS, :mod:`egnlp.corpora.morphology`) words and, with ``reads_upos``, the UPOS column
+    as their POS input. FEATS come sorted as UD writes them
     (:func:`~egnlp.corpora.morphology.canonical_feats`)."""
     tokens = [s.forms for s in sentences]
     if column == "chunk":
         return tokens, [s.chunks for s in sentences], [s.pos for s in sentences]
+    upos = [s.cpos for s in sentences] if reads_upos else None
     if column == "feats":
-        return tokens, [[canonical_feats(f) for f in s.feats] for s in sentences], None
+        return tokens, [[canonical_feats(f) for f in s.feats] for s in sentences], upos
     if column == "morph":
         return tokens, [[morph_label(u, x, canonical_feats(f)) for u, x, f in zip(s.cpos, s.pos, s.feats)]
-                        for s in sentences], None
+                        for s in sentences], upos
     return tokens, [s.labels(column) for s in sentences], None
 
 
@@ -90,9 +92,11 @@ def task_column(dataset: str | None) -> str:
     return "chunk" if dataset is not None and dataset_task(dataset) == "chunk" else "pos"
 
 
-def tagged_columns(sentences: Sequence[Sentence], column: str, what: str = "training"):
+def tagged_columns(sentences: Sequence[Sentence], column: str, what: str = "training", reads_upos: bool = False):
     """:func:`label_columns` of a training or dev set (``what``) after checking that every token
-    carries the labels it needs: a tag in ``column`` (``_`` is no tag) and, for a chunker, a POS tag.
+    carries the labels it needs: a tag in ``column`` (``_`` is no tag; see
+    :func:`~egnlp.corpora.tagging.check_tags` for FEATS) and, for a chunker, a POS tag, for a
+    tagger that ``reads_upos`` a UPOS tag.
 
     Raises:
         CorpusError: no sentences, or a token without a needed tag (naming its file and line).
@@ -109,7 +113,9 @@ def tagged_columns(sentences: Sequence[Sentence], column: str, what: str = "trai
     check_tags(sentences, column, role)
     if column == "chunk":
         check_tags(sentences, "pos", "a chunker reads the POS column")
-    return label_columns(sentences, column)
+    if reads_upos:
+        check_tags(sentences, "upos", "this tagger reads the UPOS column (--reads-upos)")
+    return label_columns(sentences, column, reads_upos)
 
 
 def _filled(sentences: Sequence[Sentence], column: str) -> bool:
@@ -204,7 +210,7 @@ def _train_crf(settings: TaggerSettings, tokens, gold, pos, *, dev, dev_scorer, 
 def _train_maxent(settings: TaggerSettings, tokens, gold, pos, *, dev, dev_scorer, callbacks, state, given, data):
     spec, config = settings.spec, settings.trainer_config()
     beam = settings.beam if settings.beam is not None else MAXENT_BEAM
-    cutoff = settings.cutoff if settings.cutoff is not None else 1
+    cutoff = settings.maxent_cutoff
     use_pos = pos is not None
     start = time.perf_counter()
     events = training_events(tokens, gold, pos, use_pos=use_pos, cutoff=cutoff)

@@ -32,7 +32,9 @@ apply to ``casa``).
 2. its classifier: the best-scoring edit script *that applies to the form*,
    scored by a maximum-entropy model over the predicates of
    :mod:`egnlp.features.lemma_predicates` (trained by coordinate descent,
-   Huang et al. 2010, Algorithm 3, in :mod:`egnlp.lemmatizer_training`).
+   Huang et al. 2010, Algorithm 3, in :mod:`egnlp.lemmatizer_training`),
+   preferring a lemma seen in training to a slightly likelier unseen one
+   (``known_ratio``).
 
 UD's conventions come from the treebank: punctuation keeps its form as
 lemma as the treebank writes it, a ``_`` lemma is a script like any other
@@ -246,13 +248,16 @@ class Lemmatizer:
     key (:func:`dictionary_keys`) -> lemma; the classifier: ``predicates``
     (P,), and for predicate p the features ``feat_ptr[p]:feat_ptr[p+1]`` with
     their script ids ``feat_label`` and ``weights``. ``columns``: the tag
-    columns read (a subset of :data:`COLUMNS`). Train one with
+    columns read (a subset of :data:`COLUMNS`). ``known_ratio`` > 0: where the best script's lemma is
+    no training lemma (lower-cased), the best script whose lemma is one wins if its probability is at
+    least this share of the best's (pt ``reúne``: ``reunir``, not ``reúnir``). Train one with
     :func:`egnlp.lemmatizer_training.train_lemmatizer`.
     """
 
     def __init__(self, scripts: Sequence[EditScript], dictionary: Mapping[str, str], predicates: Sequence[str],
                  feat_ptr: np.ndarray, feat_label: np.ndarray, weights: np.ndarray, *,
-                 columns: Sequence[str] = COLUMNS, form_backoff: bool = True, info: dict[str, Any] | None = None):
+                 columns: Sequence[str] = COLUMNS, form_backoff: bool = True, known_ratio: float = 0.0,
+                 info: dict[str, Any] | None = None):
         self.scripts = list(scripts)
         self.dictionary = dict(dictionary)
         self.predicates = list(predicates)
@@ -263,6 +268,10 @@ class Lemmatizer:
         if len(self.columns) != len(set(columns)) or len(set(columns)) != len(columns):
             raise ValueError(f"columns must be distinct names of {', '.join(COLUMNS)}, not {list(columns)}")
         self.form_backoff = bool(form_backoff)
+        self.known_lemmas = frozenset(lemma.lower() for lemma in self.dictionary.values())
+        self.known_ratio = float(known_ratio)
+        if not 0 <= self.known_ratio <= 1:
+            raise ValueError(f"known_ratio must lie in [0, 1], not {known_ratio}")
         self.info = dict(info or {})
         L, P, n = len(self.scripts), len(self.predicates), self.feat_label.shape[0]
         if len(set(self.scripts)) != L:
@@ -280,10 +289,12 @@ class Lemmatizer:
         if len(self._pred_index) != P:
             raise ValueError("repeated predicates")
         self._whole = [k for k, s in enumerate(self.scripts) if s.whole is not None]
-        self._by_suffix: dict[tuple[bool, str], list[int]] = {}  # (keeps case, stripped suffix) -> affix scripts
+        # (keeps case, stripped suffix) -> (id, characters stripped, stripped prefix) of each affix script
+        self._by_suffix: dict[tuple[bool, str], list[tuple[int, int, str]]] = {}
         for k, s in enumerate(self.scripts):
             if s.whole is None:
-                self._by_suffix.setdefault((s.case == "keep", s.strip_suffix), []).append(k)
+                self._by_suffix.setdefault((s.case == "keep", s.strip_suffix), []).append(
+                    (k, len(s.strip_prefix) + len(s.strip_suffix), s.strip_prefix))
 
     # -- lemmas
 
@@ -292,9 +303,10 @@ class Lemmatizer:
         found = list(self._whole)
         for keep in (False, True):
             text = _edited("keep" if keep else "lower", form)
-            for k in range(len(text)):
-                for s in self._by_suffix.get((keep, text[len(text) - k:]), ()):
-                    if applies(self.scripts[s], form):
+            n = len(text)
+            for k in range(n):  # what :func:`applies` checks, the suffix found by its key
+                for s, stripped, prefix in self._by_suffix.get((keep, text[n - k:]), ()):
+                    if n > stripped and text.startswith(prefix):
                         found.append(s)
         return sorted(found)
 
@@ -325,32 +337,46 @@ class Lemmatizer:
             if not cand:
                 out.append(form)
                 continue
-            best = cand[int(np.argmax(scores[i, cand]))]
+            row = scores[i, cand]
+            best = cand[int(np.argmax(row))]
             lemma = apply_script(self.scripts[best], form)
+            if self.known_ratio > 0 and lemma.lower() not in self.known_lemmas:
+                lemma = self._known_instead(form, cand, row, lemma)
             out.append(lemma if lemma else form)
         return out
+
+    def _known_instead(self, form: str, cand: list[int], row: np.ndarray, lemma: str) -> str:
+        """The lemma of the best-scoring script whose lemma is a training lemma, if its probability is at
+        least ``known_ratio`` times the best script's; else ``lemma`` (the best script's)."""
+        top = float(row.max())
+        floor = top + np.log(self.known_ratio)
+        for k in sorted(range(len(cand)), key=lambda k: (-row[k], cand[k])):
+            if row[k] < floor:
+                break
+            other = apply_script(self.scripts[cand[k]], form)
+            if other.lower() in self.known_lemmas:
+                return other
+        return lemma
 
     def lemmas(self, words: Sequence[tuple[str, tuple[str | None, str | None, str | None]]],
                known: list[bool] | None = None) -> list[str]:
         """The lemma of each (form, (UPOS, XPOS, FEATS)) word (:func:`word_columns` gives the tags):
         the dictionary's, else the classifier's. ``known``, if given, receives whether each word was in
         the dictionary."""
-        out: list[str | None] = []
-        unseen = []
-        for form, tags in words:
+        distinct = list(dict.fromkeys(words))  # each distinct word once: a text repeats most of its words
+        found: dict[Any, str | None] = {}
+        for word in distinct:
             lemma = None
-            for key in dictionary_keys(form, tags, self.form_backoff):
+            for key in dictionary_keys(word[0], word[1], self.form_backoff):
                 lemma = self.dictionary.get(key)
                 if lemma is not None:
                     break
-            if lemma is None:
-                unseen.append(len(out))
-            out.append(lemma)
+            found[word] = lemma
         if known is not None:
-            known[:] = [lemma is not None for lemma in out]
-        for i, lemma in zip(unseen, self.guess([words[i] for i in unseen])):
-            out[i] = lemma
-        return out  # type: ignore[return-value]
+            known[:] = [found[word] is not None for word in words]
+        unseen = [word for word in distinct if found[word] is None]
+        found.update(zip(unseen, self.guess(unseen)))
+        return [found[word] for word in words]  # type: ignore[misc]
 
     def lemmatize(self, sentences: Sequence[Sentence]) -> list[Sentence]:
         """Copies of ``sentences`` with the LEMMA column of every word filled from its FORM and the tag
@@ -378,7 +404,8 @@ class Lemmatizer:
             arrays[f"{name}_bytes"], arrays[f"{name}_offsets"] = pack_strings(strings)
         arrays.update(feat_ptr=self.feat_ptr, feat_label=self.feat_label, weights=self.weights)
         meta = {"kind": MODEL_KIND, "format_version": FORMAT_VERSION, "templates": TEMPLATE_VERSION,
-                "columns": list(self.columns), "form_backoff": self.form_backoff, "info": self.info}
+                "columns": list(self.columns), "form_backoff": self.form_backoff, "known_ratio": self.known_ratio,
+                "info": self.info}
         return arrays, meta
 
     @classmethod
@@ -404,9 +431,12 @@ class Lemmatizer:
         try:
             check_arrays(arrays, ARRAYS)
             columns, form_backoff, info = meta["columns"], meta["form_backoff"], meta["info"]
+            known_ratio = meta["known_ratio"]
             if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns) \
-                    or not isinstance(form_backoff, bool) or not isinstance(info, dict):
-                raise ValueError("columns must be a list of names, form_backoff true or false and info an object")
+                    or not isinstance(form_backoff, bool) or not isinstance(info, dict) \
+                    or not isinstance(known_ratio, (int, float)) or isinstance(known_ratio, bool):
+                raise ValueError("columns must be a list of names, form_backoff true or false, known_ratio a "
+                                 "number and info an object")
             strings = {name: unpack_strings(arrays[f"{name}_bytes"], arrays[f"{name}_offsets"]) for name in _STRINGS}
             if len(strings["key"]) != len(strings["lemma"]) or len(set(strings["key"])) != len(strings["key"]):
                 raise ValueError(f"{len(strings['key'])} dictionary keys (distinct: {len(set(strings['key']))}) "
@@ -414,7 +444,7 @@ class Lemmatizer:
             return cls([script_from_string(s) for s in strings["script"]],
                        dict(zip(strings["key"], strings["lemma"])), strings["pred"], arrays["feat_ptr"],
                        arrays["feat_label"], arrays["weights"], columns=columns, form_backoff=form_backoff,
-                       info=info)
+                       known_ratio=known_ratio, info=info)
         except KeyError as exc:
             raise ModelError(f"{path}: inconsistent model file (no {exc.args[0]!r} in its metadata)") from None
         except (ValueError, TypeError, IndexError, OverflowError) as exc:

@@ -155,6 +155,14 @@ class Tagger(NLTKBase):
     def use_pos(self) -> bool:
         return self.model.use_pos
 
+    @property
+    def input_column(self) -> str | None:
+        """The tag column this tagger reads besides the words: ``upos`` for a FEATS or joint tagger trained
+        with UPOS input (``--reads-upos``), ``pos`` for a chunker, None for a tagger of words only."""
+        if not self.use_pos:
+            return None
+        return "upos" if self.column in ("feats", "morph") else "pos"
+
     def __repr__(self) -> str:
         return f"Tagger(kind={self.kind!r}, column={self.column!r}, labels={len(self.labels)})"
 
@@ -167,8 +175,8 @@ class Tagger(NLTKBase):
             return pos_list
         if pos_tagger is None:
             raise ValueError("this chunker reads POS tags: pass pos=... or pos_tagger=<a POS Tagger>")
-        if pos_tagger.column != "pos" or pos_tagger.use_pos:
-            raise ValueError("pos_tagger must be a POS tagger (column 'pos', reading words only)")
+        if pos_tagger.column != self.input_column or pos_tagger.use_pos:
+            raise ValueError(f"pos_tagger must be a POS tagger (column {self.input_column!r}, reading words only)")
         return pos_tagger.predict(tokens_list)
 
     @overload
@@ -336,7 +344,7 @@ class Tagger(NLTKBase):
         (:meth:`predict`), under :attr:`confidence_key` (``XPosProb=0.9812``; other MISC entries kept, see
         :meth:`~egnlp.corpora.Sentence.with_misc`): for CoNLL-U sentences, CoNLL-X has no MISC column.
         """
-        pos_list = [s.pos for s in sentences] if self.use_pos else None
+        pos_list = [s.labels(self.input_column) for s in sentences] if self.input_column else None
         forms = [s.forms for s in sentences]
         if confidence:
             labels, probs = self.predict(forms, pos_list, jobs=jobs, confidence=True)

@@ -40,7 +40,7 @@ def pt_dev():
 
 @pytest.fixture(scope="module")
 def pt(pt_test) -> Lemmatizer:
-    return train_lemmatizer(pt_test, C=0.1, form_backoff=False)
+    return train_lemmatizer(pt_test, C=0.1, form_backoff=False, known_ratio=0.0)
 
 
 # --------------------------------------------------------------------------- edit scripts
@@ -116,12 +116,42 @@ def test_guess_scores_by_the_weights_of_its_predicates(pt: Lemmatizer) -> None:
         assert pt.guess([(form, tags)]) == [apply_script(pt.scripts[best], form) or form]
 
 
+def test_known_lemmas_win_within_the_ratio(pt: Lemmatizer, pt_dev) -> None:
+    words = list(dict.fromkeys((row[1], (row[3], row[4], row[5])) for s in pt_dev for row in s.rows))
+    known: list[bool] = []
+    pt.lemmas(words, known)
+    unseen = [w for w, k in zip(words, known) if not k]
+    plain = pt.guess(unseen)
+    try:
+        pt.known_ratio = 1e-300  # any applicable script with a training lemma beats one without
+        anything = pt.guess(unseen)
+        pt.known_ratio = 1.0  # only a tie with the best
+        tie = pt.guess(unseen)
+    finally:
+        pt.known_ratio = 0.0
+    assert tie == plain
+    changed = 0
+    for (form, _), a, b in zip(unseen, plain, anything):
+        makes_known = any(apply_script(pt.scripts[k], form).lower() in pt.known_lemmas for k in pt.candidates(form))
+        assert (b.lower() in pt.known_lemmas) == makes_known or (b == form and not makes_known)
+        changed += a != b
+    assert changed > 0
+    gold = dict(((row[1], (row[3], row[4], row[5])), row[LEMMA]) for s in pt_dev for row in s.rows)
+    pt.known_ratio = 0.01
+    try:
+        preferred = pt.guess(unseen)
+    finally:
+        pt.known_ratio = 0.0
+    right = [sum(lemma == gold[w] for w, lemma in zip(unseen, guesses)) for guesses in (plain, preferred)]
+    assert right[1] > right[0]
+
+
 def test_coordinate_descent_reaches_the_optimum_of_lbfgs(pt_test) -> None:
     settings = LemmatizerSettings(C=0.5, min_count=3)
     words = training_words(pt_test[:40], settings.column_list)
     problem, predicates, scripts, record = classifier_problem(words, settings)
     assert problem.n_labels == len(scripts) and problem.n_predicates == len(predicates)
-    assert 100 < problem.n_events == record["events"] < len(words)
+    assert 100 < problem.n_events == record["events"] <= len(words)
     result = fit_cd(problem, config=CDConfig(C=0.5, max_passes=500, tol=0.0, gtol=1e-8))
     # L-BFGS on the problem's own objective and gradient (the gradient is checked against finite differences
     # in test_maxent.py); the optimum's value also by the dense objective of maxent_checks

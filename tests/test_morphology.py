@@ -14,7 +14,7 @@ import pytest
 
 from cli_helpers import assert_ok, error_line, run
 from egnlp.base.errors import CorpusError
-from egnlp.corpora import format_conll, parse_conll, read_conll
+from egnlp.corpora import format_conll, parse_conll, read_conll, write_conll
 from egnlp.corpora.morphology import canonical_feats, feats_problem, morph_label, split_morph
 from egnlp.corpora.tagging import check_tags
 from egnlp.tagger import Tagger
@@ -206,3 +206,47 @@ def test_cli_names_the_line_of_bad_feats(tmp_path):
     line = error_line(run("tagger", "train", "--train", bad, "--column", "feats", "--model", "maxent",
                           "--out", tmp_path / "x.npz"))
     assert "bad.conllu:" in line and "number=sing" in line
+
+
+def test_a_joint_tagger_reading_upos_follows_the_upos_it_is_given(treebanks, tmp_path):
+    tokens, labels, upos = tagged_columns(treebanks["nl_alpino"][:150], "morph", reads_upos=True)
+    assert upos == [s.cpos for s in treebanks["nl_alpino"][:150]]
+    tagger, _ = train_tagger(tokens, labels, upos, model="maxent", column="morph", max_passes=5)
+    assert tagger.input_column == "upos" and tagger.use_pos
+    tagger.save(tmp_path / "m.npz")
+    loaded = Tagger.load(tmp_path / "m.npz")
+    assert loaded.input_column == "upos" and loaded.column == "morph"
+    dev = read_conll(UD / "nl_alpino-ud-dev.conllu")[:60]
+    given = loaded.tag_corpus(dev)  # reads the gold UPOS of dev
+    assert [s.cpos for s in given] == [s.cpos for s in tagger.tag_corpus(dev)]
+    nouns = loaded.tag_corpus([s.with_tags(upos=["NOUN"] * len(s)) for s in dev])
+    agree = [sum(a == b for a, b in zip(s.cpos, g.cpos)) / len(s) for s, g in zip(given, dev)]
+    agree_nouns = [sum(a == "NOUN" for a in s.cpos) / len(s) for s in nouns]
+    assert sum(agree) / len(agree) > 0.9 and sum(agree_nouns) / len(agree_nouns) > 0.7
+
+
+def test_cli_tags_upos_then_the_joint_tag_reading_it(tmp_path):
+    train = head_of(UD / "pt_bosque-ud-test.conllu", tmp_path / "train.conllu", 120)
+    dev = head_of(UD / "pt_bosque-ud-dev.conllu", tmp_path / "dev.conllu", 40)
+    upos, morph = tmp_path / "upos.npz", tmp_path / "morph.npz"
+    assert_ok(run("tagger", "train", "--train", train, "--column", "upos", "--passes", 3, "--out", upos, "--quiet"))
+    assert_ok(run("tagger", "train", "--train", train, "--column", "morph", "--model", "maxent", "--reads-upos",
+                  "--passes", 4, "--out", morph, "--quiet"))
+    first, second = tmp_path / "upos.conllu", tmp_path / "morph.conllu"
+    assert_ok(run("tagger", "tag", upos, dev, "-o", first))
+    assert_ok(run("tagger", "tag", morph, first, "-o", second))
+    tagged = read_conll(second)
+    assert any(s.feats != ["_"] * len(s) for s in tagged)
+    done = udvalidate(second, "pt", level=2)
+    assert done.returncode == 0, done.stdout + done.stderr
+    blank = tmp_path / "blank.conllu"
+    write_conll(blank, [s.with_tags(upos=["_"] * len(s)) for s in read_conll(dev)])
+    line = error_line(run("tagger", "tag", morph, blank, "-o", tmp_path / "x.conllu"))
+    assert "blank.conllu:" in line and "UPOS" in line
+
+
+def test_cli_refuses_reads_upos_for_other_columns_and_files_without_upos(tmp_path):
+    train = head_of(UD / "nl_alpino-ud-test.conllu", tmp_path / "train.conllu", 5)
+    line = error_line(run("tagger", "train", "--train", train, "--column", "upos", "--reads-upos",
+                          "--out", tmp_path / "x.npz"), status=2)
+    assert "--reads-upos" in line

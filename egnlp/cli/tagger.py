@@ -53,8 +53,8 @@ def tagger_train(out: ModelOut, data: DataOption = None, train: TrainOption = No
     kernels_note()
     sets = training_sets(data, train, dev, trees=False, encoding=encoding, fmt=chosen_format(fmt))
     column = settings.label_column or task_column(sets.dataset)
-    tokens, labels, pos = tagged_columns(sets.train, column, "training")
-    dev_set = tagged_columns(sets.dev, column, "dev") if sets.dev else None
+    tokens, labels, pos = tagged_columns(sets.train, column, "training", settings.reads_upos)
+    dev_set = tagged_columns(sets.dev, column, "dev", settings.reads_upos) if sets.dev else None
     what = {"chunk": "chunker", "upos": "UPOS tagger", "feats": "FEATS tagger", "morph": "joint UPOS, XPOS and FEATS "
             "tagger"}.get(column, "POS tagger")
     note(f"training a {settings.model} {what} on {counted(len(sets.train), 'sentence')}"
