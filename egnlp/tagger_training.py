@@ -34,7 +34,7 @@ from egnlp.corpora.sentence import BLANK
 from egnlp.corpora.tagging import check_tags
 from egnlp.features.chain_features import ChainFeaturizer
 from egnlp.tagger.crf import CRFModel, decode_ids
-from egnlp.tagger.maxent import MaxentModel, training_events
+from egnlp.tagger.maxent import MaxentModel, form_dictionary, training_events
 from egnlp.tagger.tagger_model import Tagger
 from egnlp.tagger.tagging_problem import TaggingProblem
 from egnlp.settings import MAXENT_BEAM, TaggerSettings
@@ -217,14 +217,17 @@ def _train_maxent(settings: TaggerSettings, tokens, gold, pos, *, dev, dev_score
     problem = MaxentProblem.from_events(events.ev_ptr, events.ev_pred, events.gold, len(events.labels),
                                         len(events.predicates))
     extract_seconds = time.perf_counter() - start
+    least = settings.maxent_dictionary
+    dictionary = form_dictionary(tokens, gold, events.labels, least) if least else None
     model = MaxentModel(events.labels, events.predicates, problem.feat_ptr, problem.feat_label,
-                        np.zeros(problem.n_features), use_pos=use_pos, beam=beam)
+                        np.zeros(problem.n_features), use_pos=use_pos, beam=beam, dictionary=dictionary)
     dev_score = maxent_accuracy_scorer(model, *dev) if dev is not None else None
     result, interrupted = fit_or_best(spec.fit, problem, config=config, dev=dev_score, callbacks=tuple(callbacks),
                                       state=state)
     model.weights = np.ascontiguousarray(result.weights, dtype=np.float64)
     info = _training_info(settings, config, result, tokens, given, extract_seconds, data=_data(data, dev),
-                          sigma2=1.0 / config.C, cutoff=cutoff, beam=beam, n_labels=problem.n_labels,
+                          sigma2=1.0 / config.C, cutoff=cutoff, beam=beam, dictionary=least,
+                          n_labels=problem.n_labels,
                           n_events=problem.n_events, n_predicates=problem.n_predicates, n_features=problem.n_features)
     column = settings.label_column or ("chunk" if use_pos else "pos")
     return Tagger(model, column, info, _vocabulary(tokens)), result, interrupted
@@ -250,7 +253,8 @@ def maxent_accuracy_scorer(model: MaxentModel, tokens: Sequence[Sequence[str]], 
     gold = np.array([index.get(y, -1) for seq in labels for y in seq], dtype=np.int64)
 
     def score(w: np.ndarray) -> float:
-        return 100.0 * float(np.mean(model.decode_encoded(encoded, w)[0] == gold)) if gold.size else 0.0
+        found = model.decode_encoded(encoded, w, tokens_list=tokens)[0]
+        return 100.0 * float(np.mean(found == gold)) if gold.size else 0.0
 
     return score
 

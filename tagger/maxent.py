@@ -39,6 +39,33 @@ ARRAYS = {"pred_bytes": ("|u1", 1), "pred_offsets": ("<i8", 1), "feat_ptr": ("<i
           "weights": ("<f8", 1)}
 H1 = "y[-1]="
 H2 = "y[-2]|y[-1]="
+# The arrays of a model's dictionary of seen forms (optional): the forms as UTF-8 bytes + offsets, and for
+# form k the label ids dict_label[dict_ptr[k]:dict_ptr[k+1]].
+DICTIONARY_ARRAYS = {"dict_bytes": ("|u1", 1), "dict_offsets": ("<i8", 1), "dict_ptr": ("<i8", 1),
+                     "dict_label": ("<i8", 1)}
+# The score of a label the dictionary rules out: finite, so that no inf - inf reaches the dynamic programs.
+RULED_OUT = -1e30
+
+
+def form_dictionary(tokens_list: Sequence[Sequence[str]], labels_list: Sequence[Sequence[str]],
+                    labels: Sequence[str], min_count: int) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The dictionary of seen forms (as MorphoDiTa's and UDPipe 1's taggers keep one, Straka et al. 2016):
+    every form seen at least ``min_count`` times in the labelled sentences, with the ids (in ``labels``)
+    of the labels it had, sorted. Returns (forms, ptr (F+1,), label ids)."""
+    if min_count < 1:
+        raise ValueError(f"min_count must be >= 1, not {min_count}")
+    index = {y: k for k, y in enumerate(labels)}
+    seen: dict[str, set[int]] = {}
+    count: dict[str, int] = {}
+    for toks, tags in zip(tokens_list, labels_list):
+        for form, tag in zip(toks, tags):
+            seen.setdefault(form, set()).add(index[tag])
+            count[form] = count.get(form, 0) + 1
+    forms = sorted(form for form, n in count.items() if n >= min_count)
+    ptr = np.zeros(len(forms) + 1, dtype=np.int64)
+    np.cumsum([len(seen[form]) for form in forms], out=ptr[1:])
+    ids = np.array([k for form in forms for k in sorted(seen[form])], dtype=np.int64)
+    return forms, ptr, ids
 
 
 def history_predicates(prev2: str, prev1: str) -> tuple[str, str]:
@@ -359,7 +386,8 @@ class MaxentModel:
 
     def __init__(self, labels: Sequence[str], predicates: Sequence[str], feat_ptr: np.ndarray,
                  feat_label: np.ndarray, weights: np.ndarray, *, use_pos: bool = False, beam: int = 3,
-                 info: dict[str, Any] | None = None):
+                 info: dict[str, Any] | None = None,
+                 dictionary: tuple[Sequence[str], np.ndarray, np.ndarray] | None = None):
         self.labels = [str(y) for y in labels]
         self.predicates = [str(p) for p in predicates]
         self.feat_ptr = np.ascontiguousarray(feat_ptr, dtype=np.int64)
@@ -386,8 +414,39 @@ class MaxentModel:
         if len(self._index) != P:
             raise ValueError("repeated predicate strings")
         self._history = history_table(self.predicates, self.labels)
+        self.dictionary: tuple[list[str], np.ndarray, np.ndarray] | None = None
+        self._forms: dict[str, int] = {}
+        if dictionary is not None:
+            forms, ptr, ids = [str(f) for f in dictionary[0]], np.ascontiguousarray(dictionary[1], dtype=np.int64), \
+                np.ascontiguousarray(dictionary[2], dtype=np.int64)
+            if ptr.shape != (len(forms) + 1,) or ptr[0] != 0 or ptr[-1] != ids.shape[0] or np.any(np.diff(ptr) < 1):
+                raise ValueError(f"dict_ptr must be a CSR pointer over {ids.shape[0]} labels for {len(forms)} forms")
+            if ids.size and (ids.min() < 0 or ids.max() >= Y):
+                raise ValueError(f"dictionary labels must lie in [0, {Y})")
+            self._forms = {form: k for k, form in enumerate(forms)}
+            if len(self._forms) != len(forms):
+                raise ValueError("repeated dictionary forms")
+            self.dictionary = (forms, ptr, ids)
 
     # -- decoding
+    def restrict(self, static: np.ndarray, tokens_list: Sequence[Sequence[str]]) -> np.ndarray:
+        """The label scores ``static`` (tokens, Y) of the tokens of ``tokens_list`` with every label a word's
+        dictionary entry does not list set to :data:`RULED_OUT` (words not in the dictionary keep all);
+        ``static`` itself without a dictionary."""
+        if self.dictionary is None:
+            return static
+        _, ptr, ids = self.dictionary
+        row = np.array([self._forms.get(w, -1) for toks in tokens_list for w in toks], dtype=np.int64)
+        if row.shape[0] != static.shape[0]:
+            raise ValueError(f"{row.shape[0]} tokens for {static.shape[0]} rows of scores")
+        known = np.flatnonzero(row >= 0)
+        allowed = np.ones(static.shape, dtype=bool)
+        allowed[known] = False
+        counts = ptr[row[known] + 1] - ptr[row[known]]
+        starts = np.repeat(ptr[row[known]] - (np.cumsum(counts) - counts), counts)
+        allowed[np.repeat(known, counts), ids[starts + np.arange(counts.sum())]] = True
+        return np.where(allowed, static, RULED_OUT)
+
     def encode(self, tokens_list: Sequence[Sequence[str]], pos_list: Sequence[Sequence[str]] | None = None):
         """(sentence pointer, token pointer, predicate ids) of the observation predicates; unknown ones dropped."""
         _check_corpus(tokens_list, None, pos_list, self.use_pos)
@@ -405,9 +464,10 @@ class MaxentModel:
         np.cumsum(lengths, out=tok_ptr[1:])
         return sent_ptr, tok_ptr, np.array(ids, dtype=np.int64)
 
-    def decode_encoded(self, encoded, weights: np.ndarray | None = None,
-                       beam: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(tag ids of all tokens, log-probability per sentence) by beam search with ``weights``."""
+    def decode_encoded(self, encoded, weights: np.ndarray | None = None, beam: int | None = None,
+                       tokens_list: Sequence[Sequence[str]] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(tag ids of all tokens, log-probability per sentence) by beam search with ``weights``; given the
+        words (``tokens_list``), a dictionary's words take only their labels (:meth:`restrict`)."""
         w = self.weights if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
         beam = self.beam if beam is None else int(beam)
         if beam < 1:
@@ -416,26 +476,31 @@ class MaxentModel:
             raise ValueError(f"{w.shape} weights for {self.weights.shape[0]} features")
         sent_ptr, tok_ptr, tok_pred = encoded
         static = label_scores(tok_ptr, tok_pred, self.feat_ptr, self.feat_label, w, len(self.labels))
+        if tokens_list is not None:
+            static = self.restrict(static, tokens_list)
         return _beam_search(sent_ptr, static, *self._history, self.feat_ptr, self.feat_label, w, beam)
 
     def decode(self, tokens_list: list[list[str]], pos_list: list[list[str]] | None = None,
                beam: int | None = None) -> tuple[list[list[str]], np.ndarray]:
         """Tag sequences and their log-probabilities sum_i log P(y_i | x_i, y_{i-2}, y_{i-1})."""
         enc = self.encode(tokens_list, pos_list)
-        tags, logp = self.decode_encoded(enc, beam=beam)
+        tags, logp = self.decode_encoded(enc, beam=beam, tokens_list=tokens_list)
         sp = enc[0]
         return [[self.labels[k] for k in tags[sp[s]:sp[s + 1]]] for s in range(len(tokens_list))], logp
 
     def predict(self, tokens_list: list[list[str]], pos_list: list[list[str]] | None = None) -> list[list[str]]:
         return self.decode(tokens_list, pos_list)[0]
 
-    def marginals_encoded(self, encoded) -> np.ndarray:
+    def marginals_encoded(self, encoded, tokens_list: Sequence[Sequence[str]] | None = None) -> np.ndarray:
         """p(y_i = y | x) of every token of ``encoded`` (:meth:`encode`), (tokens, Y) float64, columns in
         the order of :attr:`labels`: exact under the model's distribution (the product of the local
         distributions p(y_i | x, y_{i-2}, y_{i-1}) over whole tag sequences), by a forward pass over the
-        local distributions (:func:`_forward_marginals`) rather than the beam's approximation."""
+        local distributions (:func:`_forward_marginals`) rather than the beam's approximation; given the
+        words (``tokens_list``), under the dictionary's restriction (:meth:`restrict`)."""
         sent_ptr, tok_ptr, tok_pred = encoded
         static = label_scores(tok_ptr, tok_pred, self.feat_ptr, self.feat_label, self.weights, len(self.labels))
+        if tokens_list is not None:
+            static = self.restrict(static, tokens_list)
         node = np.zeros((static.shape[0], len(self.labels)))
         return _forward_marginals(sent_ptr, static, *self._history, self.feat_ptr, self.feat_label, self.weights,
                                   node)
@@ -443,15 +508,15 @@ class MaxentModel:
     def marginals(self, tokens: list[str], pos: list[str] | None = None) -> np.ndarray:
         """p(y_t = label | sentence) for every token, shape (n, L), columns in the order of ``labels``
         (:meth:`marginals_encoded`)."""
-        return self.marginals_encoded(self.encode([tokens], [pos] if pos is not None else None))
+        return self.marginals_encoded(self.encode([tokens], [pos] if pos is not None else None), [tokens])
 
     def predict_marginals(self, tokens_list: list[list[str]], pos_list: list[list[str]] | None = None
                           ) -> tuple[list[list[str]], list[np.ndarray]]:
         """The beam's labels of every sentence and its tokens' label marginals, (n, L) each
         (:meth:`marginals_encoded`), from one encoding."""
         enc = self.encode(tokens_list, pos_list)
-        tags, _ = self.decode_encoded(enc)
-        node = self.marginals_encoded(enc)
+        tags, _ = self.decode_encoded(enc, tokens_list=tokens_list)
+        node = self.marginals_encoded(enc, tokens_list)
         sp = enc[0]
         labels = [[self.labels[k] for k in tags[sp[s]:sp[s + 1]]] for s in range(len(tokens_list))]
         return labels, [node[sp[s]:sp[s + 1]] for s in range(len(tokens_list))]
@@ -462,7 +527,11 @@ class MaxentModel:
         arrays = {"pred_bytes": pred_bytes, "pred_offsets": pred_offsets, "feat_ptr": self.feat_ptr,
                   "feat_label": self.feat_label, "weights": self.weights}
         meta = {"kind": self.kind, "format": MODEL_FORMAT, "labels": list(self.labels), "use_pos": self.use_pos,
-                "beam": self.beam, "history": [H1, H2], "info": self.info}
+                "beam": self.beam, "history": [H1, H2], "info": self.info, "dictionary": self.dictionary is not None}
+        if self.dictionary is not None:
+            forms, ptr, ids = self.dictionary
+            dict_bytes, dict_offsets = pack_strings(forms)
+            arrays.update(dict_bytes=dict_bytes, dict_offsets=dict_offsets, dict_ptr=ptr, dict_label=ids)
         return arrays, meta
 
     @classmethod
@@ -476,7 +545,10 @@ class MaxentModel:
         if meta.get("history") != [H1, H2]:
             raise ValueError(f"maxent model with history predicates {repr(meta.get('history'))[:60]}, "
                              f"expected {[H1, H2]}")
-        check_arrays(arrays, ARRAYS)
+        has_dictionary = meta.get("dictionary", False)
+        if not isinstance(has_dictionary, bool):
+            raise ValueError("inconsistent maxent model (dictionary must be true or false)")
+        check_arrays(arrays, {**ARRAYS, **DICTIONARY_ARRAYS} if has_dictionary else ARRAYS)
         check_weights(arrays["weights"])
         check_labels(meta.get("labels"))
         beam, use_pos, info = meta.get("beam"), meta.get("use_pos"), meta.get("info")
@@ -485,5 +557,7 @@ class MaxentModel:
         if not isinstance(use_pos, bool) or not isinstance(info, dict):
             raise ValueError("inconsistent maxent model (use_pos must be true or false, info a JSON object)")
         preds = unpack_strings(arrays["pred_bytes"], arrays["pred_offsets"])
+        dictionary = (unpack_strings(arrays["dict_bytes"], arrays["dict_offsets"]), arrays["dict_ptr"],
+                      arrays["dict_label"]) if has_dictionary else None
         return cls(meta["labels"], preds, arrays["feat_ptr"], arrays["feat_label"], arrays["weights"],
-                   use_pos=use_pos, beam=beam, info=info)
+                   use_pos=use_pos, beam=beam, info=info, dictionary=dictionary)

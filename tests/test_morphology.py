@@ -10,6 +10,7 @@ import os
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cli_helpers import assert_ok, error_line, run
@@ -211,7 +212,8 @@ def test_cli_names_the_line_of_bad_feats(tmp_path):
 def test_a_joint_tagger_reading_upos_follows_the_upos_it_is_given(treebanks, tmp_path):
     tokens, labels, upos = tagged_columns(treebanks["nl_alpino"][:150], "morph", reads_upos=True)
     assert upos == [s.cpos for s in treebanks["nl_alpino"][:150]]
-    tagger, _ = train_tagger(tokens, labels, upos, model="maxent", column="morph", max_passes=5)
+    tagger, _ = train_tagger(tokens, labels, upos, model="maxent", column="morph", max_passes=5,
+                             dictionary=0)  # no dictionary: a seen word could not follow a wrong UPOS
     assert tagger.input_column == "upos" and tagger.use_pos
     tagger.save(tmp_path / "m.npz")
     loaded = Tagger.load(tmp_path / "m.npz")
@@ -250,3 +252,53 @@ def test_cli_refuses_reads_upos_for_other_columns_and_files_without_upos(tmp_pat
     line = error_line(run("tagger", "train", "--train", train, "--column", "upos", "--reads-upos",
                           "--out", tmp_path / "x.npz"), status=2)
     assert "--reads-upos" in line
+
+
+# --- the dictionary of seen forms ----------------------------------------------------------------
+
+
+def brute_restriction(model, static, tokens_list):
+    """Model.restrict by a loop over words and labels."""
+    forms, ptr, ids = model.dictionary
+    entry = {form: set(ids[ptr[k]:ptr[k + 1]].tolist()) for k, form in enumerate(forms)}
+    out = static.copy()
+    row = 0
+    for toks in tokens_list:
+        for w in toks:
+            if w in entry:
+                for y in range(static.shape[1]):
+                    if y not in entry[w]:
+                        out[row, y] = -1e30
+            row += 1
+    return out
+
+
+def test_the_dictionary_restricts_as_a_loop_does_and_decoding_keeps_to_it(treebanks, tmp_path):
+    train = treebanks["pt_bosque"][:150]
+    tokens, labels, _ = tagged_columns(train, "morph")
+    tagger, _ = train_tagger(tokens, labels, model="maxent", column="morph", max_passes=4, dictionary=2)
+    model = tagger.model
+    assert tagger.info["dictionary"] == 2
+    counts = {}
+    for w in (w for toks in tokens for w in toks):
+        counts[w] = counts.get(w, 0) + 1
+    assert model.dictionary[0] == sorted(w for w, n in counts.items() if n >= 2)
+    dev = [s.forms for s in read_conll(UD / "pt_bosque-ud-dev.conllu")[:50]]
+    rng = np.random.default_rng(0)
+    static = rng.normal(size=(sum(map(len, dev)), len(model.labels)))
+    assert np.array_equal(model.restrict(static, dev), brute_restriction(model, static, dev))
+    seen = {}
+    for toks, labs in zip(tokens, labels):
+        for w, y in zip(toks, labs):
+            seen.setdefault(w, set()).add(y)
+    for toks, labs in zip(dev, tagger.predict(dev)):
+        for w, y in zip(toks, labs):
+            if counts.get(w, 0) >= 2:
+                assert y in seen[w]
+    tagger.save(tmp_path / "d.npz")
+    loaded = Tagger.load(tmp_path / "d.npz")
+    assert loaded.model.dictionary[0] == model.dictionary[0]
+    assert loaded.predict(dev) == tagger.predict(dev)
+    assert np.allclose(loaded.marginals(dev[0], as_array=True).sum(axis=1), 1.0)
+    plain, _ = train_tagger(tokens, labels, model="maxent", column="morph", max_passes=4, dictionary=0)
+    assert plain.model.dictionary is None
