@@ -71,7 +71,7 @@ _SPACE = re.compile(r"\s+")
 _LINE_BREAK = re.compile(r"[^\S ]")  # whitespace other than a space, written as a space in '# text'
 # A pipeline tagger's column and its name in messages. A tagger of column 'pos' predicts XPOS (POSTAG); one of
 # column 'morph' the joint tag UPOS#XPOS#FEATS, written back into the three columns.
-COLUMN_NAMES = {"morph": "UPOS, XPOS and FEATS", "upos": "UPOS", "pos": "XPOS", "feats": "FEATS"}
+COLUMN_NAMES = {"upos": "UPOS", "pos": "XPOS", "feats": "FEATS", "morph": "joint UPOS/XPOS/FEATS"}
 # The corpus columns each tagger column fills (FILLS) and their indices in a row.
 FILLS = {"morph": ("upos", "pos", "feats"), "upos": ("upos",), "pos": ("pos",), "feats": ("feats",)}
 _INDEX = {"upos": CPOS, "pos": POS, "feats": FEATS}
@@ -117,24 +117,31 @@ def parser_columns(parser: Parser) -> tuple[str, ...]:
 
 
 def _taggers_by_column(taggers: "Tagger | Sequence[Tagger]") -> dict[str, Tagger]:
-    """The taggers given, by the column each predicts (:data:`COLUMN_NAMES`), in the order of that dict;
-    InputError for anything else, or for two taggers that fill a column."""
+    """The taggers given, by the column each predicts (:data:`COLUMN_NAMES`), in the order they run: those of
+    words only first, then a FEATS or joint tagger reading their UPOS (``--reads-upos``), which then writes
+    every column it predicts. InputError for anything else, for two taggers of words that fill a column, or
+    for a tagger reading a UPOS that no tagger gives."""
     given = [taggers] if isinstance(taggers, Tagger) else list(taggers)
     if not given:
         raise InputError("no tagger given: the parser reads tags, give a POS tagger model")
     out: dict[str, Tagger] = {}
-    for tagger in given:
+    for tagger in sorted(given, key=lambda t: t.input_column is not None if isinstance(t, Tagger) else False):
         if not isinstance(tagger, Tagger):
             raise InputError(f"a tagger must be an egnlp Tagger, not {type(tagger).__name__}")
-        if tagger.column not in COLUMN_NAMES or tagger.use_pos:
-            raise InputError(f"the tagger must be a POS or morphology tagger reading words only, not a "
-                             f"{tagger.column} model" + (" reading POS tags" if tagger.use_pos else ""))
-        filled = {c for other in out for c in FILLS[other]} & set(FILLS[tagger.column])
-        if filled:
+        reads = tagger.input_column
+        if tagger.column not in COLUMN_NAMES or reads not in (None, "upos"):
+            raise InputError(f"the tagger must be a POS or morphology tagger reading words (or UPOS), not a "
+                             f"{tagger.column} model" + (" reading POS tags" if reads == "pos" else ""))
+        if reads == "upos" and "upos" not in filled_columns(out):
+            raise InputError(f"the {COLUMN_NAMES[tagger.column]} tagger reads UPOS tags: give a UPOS tagger too")
+        filled = filled_columns(out) & set(FILLS[tagger.column])
+        if filled and reads is None:
             raise InputError(f"two taggers predict {', '.join(COLUMN_NAMES[c] for c in sorted(filled))}; give one "
                              "tagger per tag column")
+        if tagger.column in out:
+            raise InputError(f"two taggers predict {COLUMN_NAMES[tagger.column]}; give one tagger per tag column")
         out[tagger.column] = tagger
-    return {column: out[column] for column in COLUMN_NAMES if column in out}
+    return out
 
 
 def filled_columns(taggers: dict[str, Tagger]) -> set[str]:
@@ -233,7 +240,9 @@ def _with_tags(sentences: Sequence[Sentence], tagger: Tagger, forms: Sequence[Se
                confidence: bool) -> list[Sentence]:
     """``sentences`` with the tags ``tagger`` gives ``forms`` in the columns it fills (:data:`FILLS`: a joint
     tag split into UPOS, XPOS and FEATS) and, with ``confidence``, their probabilities in MISC."""
-    found = tagger.predict(forms, jobs=jobs, confidence=True) if confidence else (tagger.predict(forms, jobs=jobs),)
+    read = [s.labels(tagger.input_column) for s in sentences] if tagger.input_column else None
+    found = tagger.predict(forms, read, jobs=jobs, confidence=True) if confidence else \
+        (tagger.predict(forms, read, jobs=jobs),)
     indices = [_INDEX[c] for c in FILLS[tagger.column]]
 
     def written(row: tuple[str, ...], tag: str) -> tuple[str, ...]:

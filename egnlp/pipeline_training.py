@@ -85,15 +85,16 @@ def filled_in(sentences: Sequence[Sentence]) -> set[str]:
 
 def pipeline_columns(sentences: Sequence[Sentence]) -> tuple[str, ...]:
     """The tagger columns (:data:`~egnlp.pipeline.COLUMN_NAMES`) of a pipeline trained on ``sentences``
-    (:func:`filled_in`): the joint tag ``morph`` when the file has UPOS and XPOS or FEATS beside it (UPOS,
-    XPOS and FEATS predicted together never disagree); else ``upos`` or ``pos`` (XPOS), whichever it has.
+    (:func:`filled_in`), in the order they run: a UPOS tagger and a joint tagger of ``morph`` reading its
+    UPOS when the file has XPOS or FEATS beside UPOS (UPOS, XPOS and FEATS predicted together never
+    disagree); else ``upos`` or ``pos`` (XPOS), whichever it has.
 
     Raises:
         InputError: neither tag column is filled.
     """
     filled = filled_in(sentences)
     if "upos" in filled and filled & {"pos", "feats"}:
-        return ("morph",)
+        return ("upos", "morph")
     columns = tuple(c for c in ("upos", "pos") if c in filled)
     if not columns:
         raise InputError("the training sentences need a UPOS or an XPOS tag on every word: the pipeline's "
@@ -160,13 +161,18 @@ class _Tagging:
 
     def train_taggers(self, train: Sequence[Sentence], dev: Sequence[Sentence] | None = None,
                       callbacks: Callable[[str], Sequence[Callback]] | None = None) -> dict[str, Tagger]:
+        """The taggers of :attr:`columns`: the joint ``morph`` one a maxent tagger reading UPOS (faster than a
+        CRF over hundreds of joint tags, and as accurate: ``benchmarks/morphology.py``), the others with the
+        tagger settings."""
         taggers = {}
         for column in self.columns:
-            tokens, labels, _ = tagged_columns(train, column, "training")
+            joint = column == "morph"
+            settings = TaggerSettings(column=column, model="maxent", reads_upos=True) if joint else \
+                dataclasses.replace(self.tagger_settings, column=column)
+            tokens, labels, read = tagged_columns(train, column, "training", reads_upos=joint)
             taggers[column], _ = train_tagger(
-                tokens, labels, None, dataclasses.replace(self.tagger_settings, column=column),
-                dev=tagged_columns(dev, column, "dev")[:2] if dev else None,
-                callbacks=callbacks(column) if callbacks else (), data=self.data)
+                tokens, labels, read, settings, dev=tagged_columns(dev, column, "dev", reads_upos=joint) if dev
+                else None, callbacks=callbacks(column) if callbacks else (), data=self.data)
         return taggers
 
     def train_lemmatizer(self, train: Sequence[Sentence], dev: Sequence[Sentence] | None = None

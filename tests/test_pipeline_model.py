@@ -48,12 +48,12 @@ def pt() -> Pipeline:
 
 def test_the_filled_tag_columns_choose_the_stages(nl: Pipeline, pt: Pipeline) -> None:
     nl5 = _first("nl_alpino-ud-test.conllu", 5)
-    assert pipeline_columns(nl5) == pipeline_columns(_first("pt_bosque-ud-test.conllu", 5)) == ("morph",)
-    assert pipeline_columns([s.with_tags(feats=[BLANK] * len(s)) for s in nl5]) == ("morph",)  # UPOS and XPOS
+    assert pipeline_columns(nl5) == pipeline_columns(_first("pt_bosque-ud-test.conllu", 5)) == ("upos", "morph")
+    assert pipeline_columns([s.with_tags(feats=[BLANK] * len(s)) for s in nl5]) == ("upos", "morph")  # and XPOS
     upos_only = [s.with_tags(pos=[BLANK] * len(s), feats=[BLANK] * len(s)) for s in nl5]
     assert pipeline_columns(upos_only) == ("upos",)
-    assert set(nl.taggers) == {"morph"} and nl.parser.featurizer.tags == "both"
-    assert set(pt.taggers) == {"morph"} and pt.parser.featurizer.tags == "upos"
+    assert list(nl.taggers) == ["upos", "morph"] and nl.parser.featurizer.tags == "both"
+    assert list(pt.taggers) == ["upos", "morph"] and pt.parser.featurizer.tags == "upos"
     blank = [s.with_tags(pos=[BLANK] * len(s), upos=[BLANK] * len(s)) for s in _first("nl_alpino-ud-test.conllu", 3)]
     with pytest.raises(InputError, match="UPOS or an XPOS"):
         pipeline_columns(blank)
@@ -63,8 +63,9 @@ def test_the_parser_trains_on_jackknifed_predictions(nl: Pipeline) -> None:
     """The parser reads the LEMMA and FEATS the pipeline predicts, trained on predictions for sentences that the
     stages predicting them did not see."""
     assert nl.parser.featurizer.use_lemma and nl.parser.featurizer.use_feats
-    assert nl.info["columns"] == ["UPOS, XPOS and FEATS"] and nl.info["sentences"] == 60 and nl.info["data"] == "nl60"
-    assert list(nl.info["train_cpu_seconds"]) == ["tokenizer", "morph", "lemmatizer", "jackknife", "parser"]
+    assert nl.info["columns"] == ["UPOS", "joint UPOS/XPOS/FEATS"]
+    assert nl.info["sentences"] == 60 and nl.info["data"] == "nl60"
+    assert list(nl.info["train_cpu_seconds"]) == ["tokenizer", "upos", "morph", "lemmatizer", "jackknife", "parser"]
     assert nl.info["parser_columns"] == "predicted by the pipeline's stages, jackknifed on 5 folds"
 
 
@@ -144,7 +145,7 @@ def test_raw_text_output_is_valid_conllu(pt: Pipeline, tmp_path: Path) -> None:
 def test_a_pipeline_with_multiword_tokens_round_trips(pt: Pipeline, tmp_path: Path) -> None:
     pt.save(tmp_path / "pt.model")
     loaded = Pipeline.load(tmp_path / "pt.model")
-    assert loaded.multiword is not None and set(loaded.taggers) == {"morph"}
+    assert loaded.multiword is not None and set(loaded.taggers) == {"upos", "morph"}
     assert loaded.conllu(PT_TEXT) == pt.conllu(PT_TEXT)
     assert loaded.conllu("Disse-lhe que vinha do Porto .", input="tokens") == \
         pt.conllu("Disse-lhe que vinha do Porto .", input="tokens")
@@ -165,17 +166,17 @@ def test_cli_trains_runs_and_refuses(nl: Pipeline, tmp_path: Path) -> None:
     model = tmp_path / "sub" / "nl.model"
     trained = run("pipeline", "train", train, "--out", model, "--language", "nl")
     assert_ok(trained)
-    assert "[1/5] tokenizer" in trained.stderr and "[2/5] UPOS, XPOS and FEATS tagger" in trained.stderr
-    assert "[3/5] lemmatizer" in trained.stderr and "[4/5] jackknifing: taggers and lemmatizer on 5 folds" in \
-        trained.stderr and "[5/5] parser" in trained.stderr
+    assert "[1/6] tokenizer" in trained.stderr and "[2/6] UPOS tagger" in trained.stderr
+    assert "[3/6] joint UPOS/XPOS/FEATS tagger" in trained.stderr and "[4/6] lemmatizer" in trained.stderr
+    assert "[5/6] jackknifing: taggers and lemmatizer on 5 folds" in trained.stderr and "[6/6] parser" in trained.stderr
     assert f"wrote {model}" in trained.stderr.splitlines()[-1]
     info = run("model", "info", model)
     assert_ok(info)
     assert "pipeline, format version 1" in info.stdout and "\nparser:\n  kind" in info.stdout
-    assert "tokenizer, UPOS, XPOS and FEATS tagger, lemmatizer, parser\n" in info.stdout
+    assert "tokenizer, UPOS tagger, joint UPOS/XPOS/FEATS tagger, lemmatizer, parser\n" in info.stdout
     described = json.loads(run("model", "info", model, "--json").stdout)
-    assert described["kind"] == "pipeline" and list(described["stages"]) == ["UPOS, XPOS and FEATS tagger",
-                                                                                 "lemmatizer", "parser"]
+    assert described["kind"] == "pipeline" and list(described["stages"]) == [
+        "UPOS tagger", "joint UPOS/XPOS/FEATS tagger", "lemmatizer", "parser"]
     assert described["stages"]["parser"]["order"] == PIPELINE_PARSER.order_of_model
     assert described["training"]["tokenizer"] == "egnlp character CRF"
     text = tmp_path / "in.txt"

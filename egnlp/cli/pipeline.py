@@ -17,8 +17,8 @@ from egnlp.cli.tagger import LanguageOption
 from egnlp.settings import JACKKNIFE_FOLDS, PIPELINE_STAGES as STAGES
 from egnlp.startup import kernels_note, start_up
 
-STAGE_NAMES = {"upos": "UPOS tagger", "pos": "XPOS tagger", "feats": "FEATS tagger", "morph": "UPOS/XPOS/FEATS tagger",
-               "multiword": "multiword tokens", "jackknife": "jackknifing"}
+STAGE_NAMES = {"upos": "UPOS tagger", "pos": "XPOS tagger", "feats": "FEATS tagger",
+               "morph": "joint UPOS/XPOS/FEATS tagger", "multiword": "multiword tokens", "jackknife": "jackknifing"}
 pipeline_app = new_app("Train and run a whole pipeline (raw text to UD trees) kept in one model file.")
 
 
