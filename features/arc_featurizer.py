@@ -620,8 +620,9 @@ def _add_between(atoms, base, n, lookup, w, out, store):
                              store.merged, store.memo_key, store.memo_row, store.sums)
         else:
             ids = np.empty((n + 1, 2), dtype=np.int64)
-            ids[:, 0] = local_ids[0]
-            ids[:, 1] = local_ids[1]
+            for r in range(n + 1):  # a loop: a slice assignment compiles in Numba's shape-error messages (unicode)
+                ids[r, 0] = local_ids[0][r]
+                ids[r, 1] = local_ids[1][r]
             cube = n_tags * n_tags * n_tags
             _between_counted(atoms, base, n, lookup, w, out, ids, n_tags, store.merged,
                              np.zeros(2 * cube, dtype=np.uint64), np.empty(2 * cube, dtype=np.int64),
@@ -1064,7 +1065,8 @@ class ArcFeaturizer:
 
     def arc_weights(self, w: np.ndarray | ArcWeights) -> ArcWeights:
         """The weights ``w`` as the direct scorer reads them (:class:`ArcWeights`); one made already is
-        returned as it is.  A model whose weights do not change keeps one (:class:`~egnlp.parser.parser_model.Parser`)."""
+        returned as it is.  A model whose weights do not change keeps one
+        (:class:`~egnlp.parser.parser_model.Parser`)."""
         if isinstance(w, ArcWeights):
             if w.w.shape != (self.n_features,):
                 raise ValueError(f"{w.w.shape[0]} weights for {self.n_features} features")
