@@ -9,8 +9,7 @@ without a refresh of Numba's compiler contexts. Measured on one parse of one
 sentence: 0.17-0.23 s of collector time and 0.2-0.35 s of SciPy imports,
 of 1.0-1.4 s in all. And the pages of LLVM's library that only its start
 used are let go (:func:`release_llvm_pages`): parsing pt_bosque dev peaked at
-205 MiB resident with them, and at 153 MiB without them and the copy of the
-weights that Parser.load no longer makes.
+208 MiB resident with them, and at 152 MiB without them.
 """
 
 from __future__ import annotations
