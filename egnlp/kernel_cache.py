@@ -102,17 +102,3 @@ def refresh(folders: Sequence[str] | None = None, record: str | None = None) -> 
             pass
     return True
 
-
-def has_cached_kernels(folders: Sequence[str] | None = None) -> bool | None:
-    """Whether any compiled kernel is cached in the package's folders (None: the folders cannot be written,
-    so Numba keeps its caches elsewhere and this cannot tell)."""
-    folders = package_folders() if folders is None else list(folders)
-    if not all(os.access(folder, os.W_OK) for folder in folders):
-        return None
-    for folder in folders:
-        try:
-            if any(name.endswith(CACHE_SUFFIXES) for name in os.listdir(os.path.join(folder, "__pycache__"))):
-                return True
-        except OSError:
-            continue
-    return False

@@ -140,13 +140,13 @@ def read_only(w: np.ndarray) -> np.ndarray:
     return w
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def hashed_id(key, slot, hash_bits):
     """Hash mode: the id of ``key`` in ``slot``."""
     return np.int64(combine(key, slot) >> np.uint64(64 - hash_bits))
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _key_row(lookup, key):
     """Alphabet mode: the row of ``key`` (-1: absent) through ``lookup``'s cache."""
     return cached_lookup(lookup.table_keys, lookup.table_vals, lookup.cache, key)
@@ -367,7 +367,7 @@ def _extract(tok_ptr, atoms, flags, lookup, feat_ptr, feat_ids):
     return c
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _lookup_rows(lookup, keys, lo, hi, rows):
     """rows[j] = the value of keys[j] in ``lookup``'s table (-1: absent) for lo <= j < hi: its alphabet row,
     or its packed ids in the scorer's lookup.
@@ -392,7 +392,7 @@ def _lookup_rows(lookup, keys, lo, hi, rows):
         rows[j] = _key_row(lookup, keys[j])
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _add_slot_weights(keys, c, lookup, weights, rows, acc):
     """acc[s] += the weights of keys[:c] in slot s, for s = 0 (alone) .. 15 (with direction/distance).
 
@@ -418,7 +418,7 @@ def _add_slot_weights(keys, c, lookup, weights, rows, acc):
                     fid += 1
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def known_bits(rows, n_sets, shift):
     """Bits (4j + shift, 4j + shift + 1) for the rows of the word.tag and word keys of each pair set j.
 
@@ -435,7 +435,7 @@ def known_bits(rows, n_sets, shift):
     return bits
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _word_pairs(prefixes, mod_atoms, known, h, n, flags, lookup, keys, rows, pairs, allowed):
     """pairs[m]: bit j set when the hw.mw key of pair set j of h -> m is in the alphabet (alphabet mode),
     for :func:`~egnlp.features.arc_templates.prefix_pair_keys`; ``known`` the bits of :func:`known_bits`.
@@ -513,7 +513,7 @@ def _local_ids(atoms, base, n, col):
     return ranks
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _bisect(values, k, v):
     """The first index of the sorted ``values[:k]`` whose value is not below ``v``."""
     lo, hi = 0, k
@@ -526,7 +526,7 @@ def _bisect(values, k, v):
     return lo
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _between_counted(atoms, base, n, lookup, w, out, ids, n_tags, merged, memo_key, memo_row, sums):
     """out[h, m] += the weights of the in-between trigrams of h -> m, for a sentence with at most
     ``_COUNTED_TAGS`` tags in a column, from the tables of a :class:`BetweenStore` (``ids`` (n + 1, 2):
@@ -597,7 +597,7 @@ def _between_counted(atoms, base, n, lookup, w, out, ids, n_tags, merged, memo_k
                 m += step
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _add_between(atoms, base, n, lookup, w, out, store):
     """out[h, m] += the weights of the in-between trigrams of h -> m: counted by tag
     (:func:`_between_counted`, with ``store``'s tables unless its ``n_tags`` is 0) in a sentence with at
@@ -620,8 +620,9 @@ def _add_between(atoms, base, n, lookup, w, out, store):
                              store.merged, store.memo_key, store.memo_row, store.sums)
         else:
             ids = np.empty((n + 1, 2), dtype=np.int64)
-            ids[:, 0] = local_ids[0]
-            ids[:, 1] = local_ids[1]
+            for r in range(n + 1):  # a loop: a slice assignment compiles in Numba's shape-error messages (unicode)
+                ids[r, 0] = local_ids[0][r]
+                ids[r, 1] = local_ids[1][r]
             cube = n_tags * n_tags * n_tags
             _between_counted(atoms, base, n, lookup, w, out, ids, n_tags, store.merged,
                              np.zeros(2 * cube, dtype=np.uint64), np.empty(2 * cube, dtype=np.int64),
@@ -665,7 +666,7 @@ def _add_between(atoms, base, n, lookup, w, out, store):
 _COARSE_TAG_PAIR = 7 * 1 + 6
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _allowed_arcs(prefixes, mod_atoms, atoms, base, n, lookup, allowed):
     """allowed[h, m] = False (h >= 1) where no gold training arc joined h's and m's coarse tags in the
     direction of h -> m at its distance bin (:func:`dirdist_slot`) or a farther one: the alphabet's
@@ -1064,7 +1065,8 @@ class ArcFeaturizer:
 
     def arc_weights(self, w: np.ndarray | ArcWeights) -> ArcWeights:
         """The weights ``w`` as the direct scorer reads them (:class:`ArcWeights`); one made already is
-        returned as it is.  A model whose weights do not change keeps one (:class:`~egnlp.parser.parser_model.Parser`)."""
+        returned as it is.  A model whose weights do not change keeps one
+        (:class:`~egnlp.parser.parser_model.Parser`)."""
         if isinstance(w, ArcWeights):
             if w.w.shape != (self.n_features,):
                 raise ValueError(f"{w.w.shape[0]} weights for {self.n_features} features")

@@ -89,12 +89,12 @@ def _lkey(template, a, b, c, d):
     return k if k != 0 else np.uint64(1)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _count_bin(k):
     return np.int64(k if k < 3 else 3)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _arc_keys(atoms, base, n, heads, child_ptr, child_ids, m, feat_ptr, feats, out):
     """Write the label keys of the arc heads[m] -> m of one sentence into ``out``; return their number.
 

@@ -144,13 +144,13 @@ def template_key(template, a, b, c, d):
     return combine(k, d)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def nonzero_key(key):
     """``key``, or 1 for the key 0, which marks the empty slots of the hash tables."""
     return key if key != 0 else np.uint64(1)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _emit(out, count, key):
     # One template instance.
     out[count] = nonzero_key(key)
@@ -165,7 +165,7 @@ def dirdist_slot(h, m):
     return dbin + (8 if h < m else 0)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _atom(atoms, base, n, pos, col):
     if pos < 0:
         return PAD_LEFT
@@ -183,13 +183,13 @@ _T_BETWEEN = 52
 _PAIR_SETS = ((WORD, POS), (SUFFIX, CPOS), (LEMMA, POS))
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def n_pair_sets(flags):
     """The number of (word, POS) pair sets the templates read under ``flags``: 3 with the lemma's, else 2."""
     return 3 if flags & USE_LEMMA else 2
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def token_keys(atoms, base, x, flags, role, out, c):
     """Templates of token x alone, written to ``out`` from ``c``: as the head (``role`` 0: hw.hp, hw,
     hp per pair set, then hp.hf) or as the modifier (``role`` 1: mw.mp, mw, mp, then mp.mf)."""
@@ -261,7 +261,7 @@ def _pair_keys(atoms, base, n, h, m, flags, out, c, known=-1):
     return c
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def bias_key(out, c):
     """The bias key, written to ``out[c]``; returns c + 1."""
     return _emit(out, c, template_key(_T_BIAS, 0, 0, 0, 0))
@@ -384,7 +384,7 @@ def head_pair_keys(prefixes, mod_atoms, h, flags, out):
                 out[k, m] = nonzero_key(combine(combine(p, first[m]), second[m]))
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def prefix_key(prefixes, mod_atoms, h, m, k):
     """The key of pair template k of the arc h -> m from h's prefix and m's atoms (see head_pair_keys)."""
     key = combine(combine(prefixes[h, k], mod_atoms[k, 0, m]), mod_atoms[k, 1, m])
@@ -439,7 +439,7 @@ def _tag_template(k):
 BETWEEN_COLUMNS = (POS, CPOS)  # the atoms of the in-between trigrams: fine POS (j = 0), coarse POS (j = 1)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def between_key(j, hp, bp, mp):
     """The in-between trigram hp.bp.mp over column ``BETWEEN_COLUMNS[j]`` (0: fine POS, 1: coarse)."""
     return nonzero_key(template_key(_T_BETWEEN + j, hp, bp, mp, 0))

@@ -85,7 +85,8 @@ def prefetch(typingctx, array, index):
         at = builder.gep(data, [context.cast(builder, args[1], signature.args[1], types.intp)])
         byte = ir.IntType(8).as_pointer()
         i32 = ir.IntType(32)
-        fn = builder.module.declare_intrinsic("llvm.prefetch", fnty=ir.FunctionType(ir.VoidType(), [byte, i32, i32, i32]))
+        fn = builder.module.declare_intrinsic("llvm.prefetch",
+                                              fnty=ir.FunctionType(ir.VoidType(), [byte, i32, i32, i32]))
         builder.call(fn, [builder.bitcast(at, byte), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
         return context.get_dummy_value()
 
@@ -102,7 +103,7 @@ def combine(seed, value):
     return x ^ (x >> np.uint64(31))
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def _table_slot(table_keys, key):
     """The slot of ``key``, or of the empty slot where it would go.  Keys are hashes already (chains of
     :func:`combine`), so their low bits are their home slot: hashing them once more took about a tenth

@@ -687,6 +687,27 @@ def test_start_up_pauses_and_freezes_only_in_the_program(monkeypatch) -> None:
         gc.unfreeze()
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="Linux's /proc/self/smaps")
+def test_llvm_pages_let_go_leave_llvm_working() -> None:
+    """egnlp.startup.release_llvm_pages unmaps resident pages of LLVM's library (the process's file-backed
+    resident memory falls), and LLVM still compiles and runs a new kernel, and loads a cached one."""
+    code = ("import sys\nimport llvmlite.binding\nfrom egnlp.startup import release_llvm_pages\n"
+            "def file_kb():\n"
+            "    lines = open('/proc/self/status').read().splitlines()\n"
+            "    return int(next(line.split()[1] for line in lines if line.startswith('RssFile')))\n"
+            "before = file_kb()\nreleased = release_llvm_pages()\nafter = file_kb()\n"
+            "import numpy as np\nfrom numba import njit\n"
+            "@njit\ndef fresh(x):\n    return np.sqrt(x).sum()\n"
+            "from egnlp.features.hashing import KeyTable, table_lookup\n"
+            "table = KeyTable(np.array([5, 9, 12], dtype=np.uint64))\n"
+            "found = [table_lookup(table.table_keys, table.table_vals, np.uint64(k)) for k in (9, 12, 7)]\n"
+            "print(released > 2 ** 20, before - after > 2 ** 10, fresh(np.array([4.0, 9.0])), found == [1, 2, -1], "
+            "release_llvm_pages() > 0)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["True", "True", "5.0", "True", "True"], result.stdout
+
+
 def test_parse_and_tag_load_with_the_collector_paused(monkeypatch, parser_file: Path, tagger_file: Path,
                                                     files: dict[str, Path]) -> None:
     """The commands' start-up in the program's process: the same output, the loaded objects frozen, and
@@ -747,6 +768,22 @@ def test_parse_in_the_program_loads_no_scipy_nor_numba_compiler_and_both_still_w
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stderr.splitlines()[-1] == "LOADED [] BLAS False scipy.linalg (2, 3.0)", result.stderr[-2000:]
     assert result.stdout == expected.stdout
+
+
+def test_the_program_says_when_it_compiles_and_not_when_the_cache_serves(parser_file: Path, files: dict[str, Path],
+                                                                      tmp_path: Path) -> None:
+    """A parse whose kernels are not in Numba's cache (here an empty NUMBA_CACHE_DIR) says so once on stderr
+    (egnlp.startup.kernels_note) and fills the cache; the same parse again loads them and says nothing."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    command = [sys.executable, "-m", "egnlp", "parser", "parse", str(parser_file), str(files["es-test"]), "-o", "-",
+               "-q"]
+    first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert first.stderr.splitlines().count(startup.COMPILING_NOTE) == 1, first.stderr[-2000:]
+    assert any(name.endswith(".nbc") for _, _, names in os.walk(tmp_path / "numba") for name in names)
+    second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert startup.COMPILING_NOTE not in second.stderr and second.stdout == first.stdout
 
 
 def test_shell_completion_offers_the_choices_and_data_sets() -> None:

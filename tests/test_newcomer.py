@@ -163,18 +163,29 @@ def test_the_program_says_the_missing_punkt_model_in_one_note(pt_models, tmp_pat
 
 
 def test_the_first_compilation_is_said(monkeypatch, capsys) -> None:
-    from egnlp import kernel_cache
+    """The note comes when a kernel starts compiling, once a process, and only in the program's process.
+    (tests/test_cli_conventions.py runs the program itself on a fresh and then on a filled cache.)"""
+    from numba import njit
+    from numba.core import event
 
     monkeypatch.setitem(startup._PROGRAM, "owns_process", True)
-    monkeypatch.setattr(kernel_cache, "has_cached_kernels", lambda: False)
-    startup.kernels_note()
-    assert "compiling egnlp's kernels" in capsys.readouterr().err
-    monkeypatch.setattr(kernel_cache, "has_cached_kernels", lambda: True)
-    startup.kernels_note()
-    assert capsys.readouterr().err == ""
+    monkeypatch.setitem(startup._NOTE, "listener", None)
+    monkeypatch.setitem(startup._NOTE, "said", False)
+    listener = startup.kernels_note()
+    try:
+        assert listener is not None and startup.kernels_note() is None  # one listener a process
+        assert capsys.readouterr().err == ""  # nothing compiled yet: nothing said
+        assert njit(lambda x: x + 1)(1) == 2
+        assert capsys.readouterr().err == startup.COMPILING_NOTE + "\n"
+        assert njit(lambda x: x * 3)(2) == 6  # said once
+        assert capsys.readouterr().err == ""
+    finally:
+        event.unregister("numba:compile", listener)
     monkeypatch.setitem(startup._PROGRAM, "owns_process", False)  # a Python caller's process hears nothing
-    monkeypatch.setattr(kernel_cache, "has_cached_kernels", lambda: False)
-    startup.kernels_note()
+    monkeypatch.setitem(startup._NOTE, "listener", None)
+    monkeypatch.setitem(startup._NOTE, "said", False)
+    assert startup.kernels_note() is None
+    assert njit(lambda x: x - 1)(1) == 0
     assert capsys.readouterr().err == ""
 
 
