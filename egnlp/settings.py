@@ -381,8 +381,8 @@ class TaggerSettings:
                                 "than this.", shown="1")
     compact: bool | None = option(None, "--compact-dual/--full-dual", "CRF, EG trainers: keep each sentence's "
                                   "dual scores in float32 and recompute its marginals when a visit needs them (a "
-                                  "quarter of the memory), or float64 scores and stored marginals.",
-                                  shown="compact")
+                                  "quarter of the memory, about twice the forward-backward work), or float64 "
+                                  "scores and stored marginals.", shown="full")
     all_transitions: bool = option(False, "--all-transitions/--seen-transitions", "CRF: a feature for every pair "
                                    "of labels, or only for the pairs seen in training.")
     column: str | None = option(None, "--column", "Label column: xpos (or pos: CoNLL-X POSTAG, CoNLL-U XPOS), upos "
@@ -440,15 +440,11 @@ class TaggerSettings:
         return "pos" if self.column == "xpos" else self.column
 
     def trainer_config(self) -> Any:
-        """The trainer's config: C of the CRF (:data:`CRF_C`; EG's dual state compact unless ``compact`` is
-        False) or 1 / sigma2 of the maxent tagger, the maxent trainers' pass limit and tolerance, and the
-        settings given."""
+        """The trainer's config: C of the CRF (:data:`CRF_C`) or 1 / sigma2 of the maxent tagger, the maxent
+        trainers' pass limit and tolerance, and the settings given."""
         spec = self.spec
         if self.model == "crf":
             base: dict[str, Any] = {"C": self.C if self.C is not None else CRF_C}
-            if any(f.name == "compact" for f in dataclasses.fields(spec.config)):
-                # Brown's 363 M parts: 5.8 GB of float64 dual state, 1.45 GB compact
-                base["compact"] = self.compact if self.compact is not None else True
         else:
             base = {"C": 1.0 / (self.sigma2 if self.sigma2 is not None else MAXENT_SIGMA2),
                     "max_passes": MAXENT_PASSES, "tol": MAXENT_TOL}
