@@ -392,7 +392,8 @@ class TaggerSettings:
     trainer_options: Mapping[str, Any] = field(default_factory=dict)
 
     # the options of one model family only, and the family
-    FAMILY_OPTIONS = {"C": "crf", "compact": "crf", "all_transitions": "crf", "sigma2": "maxent", "beam": "maxent", "cutoff": "maxent"}
+    FAMILY_OPTIONS = {"C": "crf", "compact": "crf", "all_transitions": "crf", "sigma2": "maxent", "beam": "maxent",
+                      "cutoff": "maxent"}
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "trainer_options", dict(self.trainer_options))

@@ -47,7 +47,8 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["forward_backward", "forward_backward_pairs", "log_partition", "part_log_partition", "part_marginals", "path_score", "viterbi", "viterbi_augmented", "hamming_cost"]
+__all__ = ["forward_backward", "forward_backward_pairs", "log_partition", "part_log_partition", "part_marginals",
+           "path_score", "viterbi", "viterbi_augmented", "hamming_cost"]
 
 
 # ---------------------------------------------------------------------------
