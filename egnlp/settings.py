@@ -398,6 +398,10 @@ class TaggerSettings:
     beam: int | None = option(None, "--beam", "maxent: beam width of decoding.", shown=f"{MAXENT_BEAM}")
     cutoff: int | None = option(None, "--cutoff", "maxent: leave out the predicates seen in fewer training events "
                                 "than this.", shown=f"1 ({MORPH_CUTOFF} for feats and morph)")
+    compact: bool | None = option(None, "--compact-dual/--full-dual", "CRF, EG trainers: keep each sentence's "
+                                  "dual scores in float32 and recompute its marginals when a visit needs them (a "
+                                  "quarter of the memory, about twice the forward-backward work), or float64 "
+                                  "scores and stored marginals.", shown="full")
     all_transitions: bool = option(False, "--all-transitions/--seen-transitions", "CRF: a feature for every pair "
                                    "of labels, or only for the pairs seen in training.")
     column: str | None = option(None, "--column", "Label column: xpos (or pos: CoNLL-X POSTAG, CoNLL-U XPOS), upos "
@@ -414,8 +418,8 @@ class TaggerSettings:
     trainer_options: Mapping[str, Any] = field(default_factory=dict)
 
     # the options of one model family only, and the family
-    FAMILY_OPTIONS = {"C": "crf", "all_transitions": "crf", "sigma2": "maxent", "beam": "maxent", "cutoff": "maxent",
-                      "dictionary": "maxent"}
+    FAMILY_OPTIONS = {"C": "crf", "compact": "crf", "all_transitions": "crf", "sigma2": "maxent", "beam": "maxent",
+                      "cutoff": "maxent", "dictionary": "maxent"}
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "trainer_options", dict(self.trainer_options))
@@ -492,7 +496,8 @@ class TaggerSettings:
                     "tol": MAXENT_TOL}
         given = {name: value for name, value in (("max_passes", self.max_passes), ("tol", self.tol),
                                                  ("anneal", self.anneal), ("order", self.order),
-                                                 ("seed", self.seed), ("max_seconds", self.max_seconds))
+                                                 ("seed", self.seed), ("max_seconds", self.max_seconds),
+                                                 ("compact", self.compact))
                  if value is not None}
         return _config(spec, {**base, **given, **self.trainer_options}, TaggerSettings)
 

@@ -28,6 +28,17 @@ multiply-adds, O(L) exps per position instead of L^2); wherever a
 scaled sum is small enough that terms may have underflowed, that entry is
 recomputed exactly as a log-sum-exp, so scores of magnitude 1e3 stay exact.
 No ``fastmath``: the charts use -inf.
+
+Sparse transitions.  A tagger with many labels gives most pairs no part:
+their score is exactly 0 (Brown: 4,761 of 183^2 pairs have one).  Then
+exp(transitions - top) = c + D with c = exp(-top) everywhere and D non-zero
+only where the score is not 0, and a chart step sums c * sum_i p[i] plus
+the non-zeros of D: L + nnz multiply-adds instead of L^2.  Where the
+non-zeros are fewer than a third of the pairs the charts take that path;
+a sum that may have lost digits to cancellation (negative entries of D)
+is recomputed exactly in log space like an underflowed one.  The
+marginals of chosen pairs only (:func:`forward_backward_pairs`, the
+tagger's parts) cost as little.
 """
 
 from __future__ import annotations
@@ -36,7 +47,8 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["forward_backward", "log_partition", "path_score", "viterbi", "viterbi_augmented", "hamming_cost"]
+__all__ = ["forward_backward", "forward_backward_pairs", "log_partition", "part_log_partition", "part_marginals",
+           "path_score", "viterbi", "viterbi_augmented", "hamming_cost"]
 
 
 # ---------------------------------------------------------------------------
@@ -48,6 +60,11 @@ __all__ = ["forward_backward", "log_partition", "path_score", "viterbi", "viterb
 _TINY = 1e-240
 # Largest log of the rescaling factor of an edge block before it is recomputed exactly.
 _MAX_SHIFT = 30.0
+# A sparse chart sum below this share of the sum of its terms' magnitudes may have lost digits to
+# cancellation: recompute it exactly in log space (it then keeps at least 1e-10 relative precision).
+_CANCEL = 1e-6
+# The sparse path when the non-zero transition scores are fewer than L^2 / _SPARSE_SHARE.
+_SPARSE_SHARE = 3
 
 
 @numba.njit(cache=True)
@@ -70,6 +87,41 @@ def _exp_transitions(transitions):
             x = transitions[a, b]
             E[a, b] = at_zero if x == 0.0 else np.exp(x - top) if x > -np.inf else 0.0
     return E, top
+
+
+@numba.njit(cache=True)
+def _sparse_rows(transitions, E, top):
+    """The CSR rows (ptr (L + 1,), cols, vals) of D = E - exp(-top) over the pairs whose score is not 0.
+
+    E = exp(transitions - top) (:func:`_exp_transitions`) equals c = exp(-top) at every pair of score
+    exactly 0, so E = c + D with D non-zero only at the others (a -inf pair has D = -c).
+    """
+    L = transitions.shape[0]
+    ptr = np.zeros(L + 1, dtype=np.int64)
+    for a in range(L):
+        for b in range(L):
+            if transitions[a, b] != 0.0:
+                ptr[a + 1] += 1
+    for a in range(L):
+        ptr[a + 1] += ptr[a]
+    cols = np.empty(ptr[L], dtype=np.int64)
+    vals = np.empty(ptr[L])
+    c = np.exp(-top)
+    k = 0
+    for a in range(L):
+        for b in range(L):
+            if transitions[a, b] != 0.0:
+                cols[k] = b
+                vals[k] = E[a, b] - c
+                k += 1
+    return ptr, cols, vals
+
+
+@numba.njit(cache=True)
+def _is_sparse(ptr):
+    """Whether the sparse chart steps pay: fewer than L^2 / _SPARSE_SHARE non-zero transition scores."""
+    L = ptr.shape[0] - 1
+    return ptr[L] * _SPARSE_SHARE < L * L
 
 
 @numba.njit(cache=True)
@@ -131,18 +183,94 @@ def _chart_step(prev, T, M, top, base, acc, out):
             out[j] = base[j] + _lse_sum(prev, T[:, j])
 
 
+@numba.njit(cache=True, inline="always")
+def _scaled(prev, p):
+    """p[i] = exp(prev[i] - m) with m = max_i prev[i]; returns (m, sum_i p[i]); m = -inf: p untouched."""
+    m = -np.inf
+    for i in range(prev.shape[0]):
+        if prev[i] > m:
+            m = prev[i]
+    total = 0.0
+    if m > -np.inf:
+        for i in range(prev.shape[0]):
+            p[i] = np.exp(prev[i] - m)
+            total += p[i]
+    return m, total
+
+
+@numba.njit(cache=True)
+def _sparse_forward_step(prev, transitions, ptr, cols, vals, top, base, p, acc, mag, out):
+    """:func:`_chart_step` of the forward chart with E = c + D (D in CSR rows, see :func:`_sparse_rows`):
+    acc[j] = c sum_i p[i] + sum_i p[i] D[i, j], L + nnz multiply-adds; mag[j] sums the terms'
+    magnitudes.  A sum below ``_TINY`` or below ``_CANCEL`` times its magnitude is recomputed exactly."""
+    L = prev.shape[0]
+    m, total = _scaled(prev, p)
+    if m == -np.inf:
+        for j in range(L):
+            out[j] = -np.inf
+        return
+    c = np.exp(-top) * total
+    for j in range(L):
+        acc[j] = c
+        mag[j] = c
+    for i in range(L):
+        if p[i] != 0.0:
+            for k in range(ptr[i], ptr[i + 1]):
+                v = p[i] * vals[k]
+                acc[cols[k]] += v
+                mag[cols[k]] += abs(v)
+    for j in range(L):
+        if acc[j] > _TINY and acc[j] > _CANCEL * mag[j]:
+            out[j] = base[j] + m + top + np.log(acc[j])
+        else:
+            out[j] = base[j] + _lse_sum(prev, transitions[:, j])
+
+
+@numba.njit(cache=True)
+def _sparse_backward_step(g, transitions, ptr, cols, vals, top, p, out):
+    """out[a] = logsum_b (transitions[a, b] + g[b]) with E = c + D (see :func:`_sparse_forward_step`):
+    the sum over a row of D gathers the non-zeros of row a."""
+    L = g.shape[0]
+    m, total = _scaled(g, p)
+    if m == -np.inf:
+        for a in range(L):
+            out[a] = -np.inf
+        return
+    c = np.exp(-top) * total
+    for a in range(L):
+        acc = c
+        mag = c
+        for k in range(ptr[a], ptr[a + 1]):
+            v = vals[k] * p[cols[k]]
+            acc += v
+            mag += abs(v)
+        if acc > _TINY and acc > _CANCEL * mag:
+            out[a] = m + top + np.log(acc)
+        else:
+            out[a] = _lse_sum(transitions[a], g)
+
+
 @numba.njit(cache=True)
 def _forward(emissions, transitions, start, E, top, alpha):
     """Fill alpha[t, b] = log sum over label prefixes ending in b at t (sum-product).
 
     alpha[0, b] = start[b] + emissions[0, b];
     alpha[t, b] = emissions[t, b] + logsum_a (alpha[t - 1, a] + transitions[a, b]),
-    by :func:`_chart_step` with E = exp(transitions - top).
+    by :func:`_chart_step` with E = exp(transitions - top), or by :func:`_sparse_forward_step` when
+    most transition scores are 0.
     """
     n, L = emissions.shape
     acc = np.empty(L)
     for b in range(L):
         alpha[0, b] = start[b] + emissions[0, b]
+    ptr, cols, vals = _sparse_rows(transitions, E, top)
+    if _is_sparse(ptr):
+        p = np.empty(L)
+        mag = np.empty(L)
+        for t in range(1, n):
+            _sparse_forward_step(alpha[t - 1], transitions, ptr, cols, vals, top, emissions[t], p, acc, mag,
+                                 alpha[t])
+        return
     for t in range(1, n):
         _chart_step(alpha[t - 1], transitions, E, top, emissions[t], acc, alpha[t])
 
@@ -153,16 +281,23 @@ def _backward(emissions, transitions, stop, E, top, beta):
 
     beta[n - 1, a] = stop[a];
     beta[t, a] = logsum_b (transitions[a, b] + emissions[t + 1, b] + beta[t + 1, b]),
-    by :func:`_chart_step` over g[b] = emissions[t + 1, b] + beta[t + 1, b].
+    by :func:`_chart_step` (or :func:`_sparse_backward_step`) over g[b] = emissions[t + 1, b] + beta[t + 1, b].
     """
     n, L = emissions.shape
-    ET = np.ascontiguousarray(E.T)  # ET[b, a] = E[a, b]
     g = np.empty(L)
     acc = np.empty(L)
-    zero = np.zeros(L)
-    transposed = transitions.T
     for a in range(L):
         beta[n - 1, a] = stop[a]
+    ptr, cols, vals = _sparse_rows(transitions, E, top)
+    if _is_sparse(ptr):
+        for t in range(n - 2, -1, -1):
+            for b in range(L):
+                g[b] = emissions[t + 1, b] + beta[t + 1, b]
+            _sparse_backward_step(g, transitions, ptr, cols, vals, top, acc, beta[t])
+        return
+    ET = np.ascontiguousarray(E.T)  # ET[b, a] = E[a, b]
+    zero = np.zeros(L)
+    transposed = transitions.T
     for t in range(n - 2, -1, -1):
         for b in range(L):
             g[b] = emissions[t + 1, b] + beta[t + 1, b]
@@ -176,6 +311,54 @@ def _log_partition(emissions, transitions, start, stop):
     E, top = _exp_transitions(transitions)
     _forward(emissions, transitions, start, E, top, alpha)
     return _lse_sum(alpha[-1], stop)
+
+
+@numba.njit(cache=True)
+def _forward_backward_pairs(emissions, transitions, start, stop, pairs, node, edge):
+    """As :func:`_forward_backward`, but the expected transition counts only of the pairs
+    ``pairs`` (P, 2): edge[k] (P,) for the pair (pairs[k, 0], pairs[k, 1]); P multiply-adds per
+    position instead of L^2.  node (n, L) and edge are overwritten.  Returns log Z."""
+    n, L = emissions.shape
+    alpha = np.empty((n, L))
+    beta = np.empty((n, L))
+    E, top = _exp_transitions(transitions)
+    _forward(emissions, transitions, start, E, top, alpha)
+    _backward(emissions, transitions, stop, E, top, beta)
+    log_z = _lse_sum(alpha[n - 1], stop)
+    for t in range(n):
+        for y in range(L):
+            node[t, y] = np.exp(alpha[t, y] + beta[t, y] - log_z)
+    P = pairs.shape[0]
+    pa = pairs[:, 0].copy()
+    pb = pairs[:, 1].copy()
+    ep = np.empty(P)
+    for k in range(P):
+        ep[k] = E[pa[k], pb[k]]
+        edge[k] = 0.0
+    g = np.empty(L)
+    ea = np.empty(L)
+    eb = np.empty(L)
+    for t in range(1, n):
+        x = -np.inf
+        y = -np.inf
+        for a in range(L):
+            if alpha[t - 1, a] > x:
+                x = alpha[t - 1, a]
+            g[a] = emissions[t, a] + beta[t, a]
+            if g[a] > y:
+                y = g[a]
+        shift = x + y + top - log_z  # log of the block's rescaling factor
+        if x == -np.inf or y == -np.inf or shift > _MAX_SHIFT:
+            for k in range(P):
+                edge[k] += np.exp(alpha[t - 1, pa[k]] + transitions[pa[k], pb[k]] + g[pb[k]] - log_z)
+            continue
+        scale = np.exp(shift)
+        for a in range(L):
+            ea[a] = np.exp(alpha[t - 1, a] - x) * scale
+            eb[a] = np.exp(g[a] - y)
+        for k in range(P):
+            edge[k] += ea[pa[k]] * ep[k] * eb[pb[k]]
+    return log_z
 
 
 @numba.njit(cache=True)
@@ -283,9 +466,74 @@ def _viterbi(emissions, transitions, start, stop, path):
     return best
 
 
+@numba.njit(cache=True)
+def _chain_of_parts(theta, n, L, pairs):
+    """(emissions, transitions, start, stop) of a flat part vector: n L node scores (row-major), one
+    score per pair of ``pairs`` (the other transitions 0), L start and L stop scores."""
+    nl = n * L
+    T = pairs.shape[0]
+    tr = np.zeros((L, L))
+    for k in range(T):
+        tr[pairs[k, 0], pairs[k, 1]] = theta[nl + k]
+    return (theta[:nl].reshape((n, L)), tr, theta[nl + T:nl + T + L].copy(),
+            theta[nl + T + L:nl + T + 2 * L].copy())
+
+
+@numba.njit(cache=True)
+def _part_marginals(theta, n, L, pairs, out):
+    """log Z and the marginals of the flat part vector ``theta`` (:func:`_chain_of_parts`) into ``out``
+    (its shape): node marginals, the expected count of each pair, the first and the last node's."""
+    em, tr, st, sp = _chain_of_parts(theta, n, L, pairs)
+    nl = n * L
+    T = pairs.shape[0]
+    node = np.empty((n, L))
+    log_z = _forward_backward_pairs(em, tr, st, sp, pairs, node, out[nl:nl + T])
+    out[:nl] = node.reshape(nl)
+    out[nl + T:nl + T + L] = node[0]
+    out[nl + T + L:] = node[n - 1]
+    return log_z
+
+
+@numba.njit(cache=True)
+def _part_log_partition(theta, n, L, pairs):
+    """log Z of the flat part vector ``theta`` (:func:`_chain_of_parts`)."""
+    em, tr, st, sp = _chain_of_parts(theta, n, L, pairs)
+    return _log_partition(np.ascontiguousarray(em), tr, st, sp)
+
+
 # ---------------------------------------------------------------------------
 # Validating wrappers
 # ---------------------------------------------------------------------------
+
+
+def _check_parts(theta: ArrayLike, n: int, L: int, pairs: ArrayLike):
+    """float64 theta and int64 pairs of a flat part vector, checked: n L + P + 2 L finite scores."""
+    th = np.ascontiguousarray(theta, dtype=np.float64)
+    pr = np.ascontiguousarray(pairs, dtype=np.int64)
+    if n < 1 or L < 1 or pr.ndim != 2 or pr.shape[1] != 2:
+        raise ValueError(f"need n, L >= 1 and (P, 2) pairs, not n = {n}, L = {L}, pairs {pr.shape}")
+    if th.shape != (n * L + pr.shape[0] + 2 * L,):
+        raise ValueError(f"theta has shape {th.shape}, expected ({n * L + pr.shape[0] + 2 * L},)")
+    if not np.isfinite(th).all():
+        raise ValueError("part scores must be finite")
+    return th, pr
+
+
+def part_marginals(theta: ArrayLike, n: int, L: int, pairs: ArrayLike) -> tuple[float, NDArray[np.float64]]:
+    """``(log Z, mu)`` of a chain given as one flat vector of part scores: n L node scores (token t,
+    label y at t L + y), a score for each pair of ``pairs`` (P, 2) (every other
+    transition scores 0), L start and L stop scores; mu in the same layout (the pairs' expected
+    counts; start and stop: the first and last node marginals).  The pairs must be distinct and in
+    0..L-1: the caller's (a tagger's transition parts, checked when they were made)."""
+    th, pr = _check_parts(theta, n, L, pairs)
+    out = np.empty(th.shape[0])
+    return _check_finite_total(_part_marginals(th, n, L, pr, out)), out
+
+
+def part_log_partition(theta: ArrayLike, n: int, L: int, pairs: ArrayLike) -> float:
+    """log Z of a flat part vector (see :func:`part_marginals`)."""
+    th, pr = _check_parts(theta, n, L, pairs)
+    return _check_finite_total(_part_log_partition(th, n, L, pr))
 
 
 def _check(emissions: ArrayLike, transitions: ArrayLike, start: ArrayLike, stop: ArrayLike):
@@ -341,6 +589,22 @@ def forward_backward(emissions: ArrayLike, transitions: ArrayLike, start: ArrayL
     log_z = _check_finite_total(_forward_backward(e, tr, st, sp, node, edge, edge_t, per_position))
     if per_position:
         return log_z, node, edge, edge_t
+    return log_z, node, edge
+
+
+def forward_backward_pairs(emissions: ArrayLike, transitions: ArrayLike, start: ArrayLike, stop: ArrayLike,
+                           pairs: ArrayLike):
+    """:func:`forward_backward` with the expected transition counts of the pairs ``pairs`` (P, 2) only:
+    ``(log_z, node, edge)`` with edge (P,), edge[k] that of ``pairs[k]`` (P multiply-adds per position
+    instead of L^2: a tagger needs those of its transition parts alone)."""
+    e, tr, st, sp = _check(emissions, transitions, start, stop)
+    n, L = e.shape
+    pr = np.ascontiguousarray(pairs, dtype=np.int64)
+    if pr.ndim != 2 or pr.shape[1] != 2 or (pr.size and (pr.min() < 0 or pr.max() >= L)):
+        raise ValueError(f"pairs must be a (P, 2) array of labels in 0..{L - 1}")
+    node = np.empty((n, L))
+    edge = np.empty(pr.shape[0])
+    log_z = _check_finite_total(_forward_backward_pairs(e, tr, st, sp, pr, node, edge))
     return log_z, node, edge
 
 

@@ -7,12 +7,13 @@ trainers: the gold part counts, a per-part Hamming loss, and the oracles
 the EG algorithms of Collins et al. (2008), Sec. 4, need over the labellings
 of one sentence, the chain MRF of Bartlett et al. (2004), Sec. 2.1, Example 1:
 
-- ``marginals`` by forward-backward and ``log_partition`` by the forward algorithm,
+- ``marginals`` by forward-backward (the transition parts' pairs only) and ``log_partition`` by the forward algorithm,
 - ``argmax`` (loss-augmented when the loss is added to theta) by Viterbi,
 
-both from :mod:`egnlp.tagger.chain_inference` on the (n, L) emissions, (L, L)
-transitions, (L,) start and (L,) stop scores that
-:meth:`egnlp.features.chain_features.ChainFeatures.unpack` cuts from a per-part vector.
+both from :mod:`egnlp.tagger.chain_inference`: the marginals and log Z straight from
+the per-part vector (its layout is that of :mod:`egnlp.features.chain_features`), Viterbi
+on the (n, L) emissions, (L, L) transitions, (L,) start and (L,) stop scores that
+:meth:`egnlp.features.chain_features.ChainFeatures.unpack` cuts from it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from egnlp.features.chain_features import ChainFeatures, ChainFeaturizer
-from egnlp.tagger.chain_inference import forward_backward, log_partition, viterbi
+from egnlp.tagger.chain_inference import part_log_partition, part_marginals, viterbi
 
 
 class TaggingProblem:
@@ -83,11 +84,12 @@ class TaggingProblem:
             self.loss[lo:lo + n * L] = 1 - node.reshape(-1)
 
     def marginals(self, i: int, theta: np.ndarray) -> tuple[float, np.ndarray]:
-        log_z, node, edge = forward_backward(*self.features.unpack(i, theta))
-        return log_z, self.features.pack(node, edge, node[0], node[-1])
+        f = self.features
+        return part_marginals(theta, f.length(i), f.n_labels, f.trans_pairs)
 
     def log_partition(self, i: int, theta: np.ndarray) -> float:
-        return log_partition(*self.features.unpack(i, theta))
+        f = self.features
+        return part_log_partition(theta, f.length(i), f.n_labels, f.trans_pairs)
 
     def argmax(self, i: int, theta: np.ndarray) -> np.ndarray:
         path, _ = viterbi(*self.features.unpack(i, theta))

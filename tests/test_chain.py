@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from egnlp.tagger.chain_inference import (forward_backward, hamming_cost, log_partition, path_score, viterbi,
-                          viterbi_augmented)
+from egnlp.tagger.chain_inference import (forward_backward, forward_backward_pairs, hamming_cost, log_partition,
+                                          part_log_partition, part_marginals, path_score, viterbi, viterbi_augmented)
 
 
 def random_chain(rng, n, L, scale=2.0):
@@ -77,6 +77,42 @@ def test_against_brute_force(n, L, seed):
     _, _, _, _, _, (ref2, ref_score2) = brute_force(e, tr, st, sp, cost2)
     assert score2 == pytest.approx(ref_score2)
     np.testing.assert_array_equal(path2, ref2)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("scale", [1.0, 40.0])
+def test_sparse_transitions_against_brute_force(seed, scale):
+    """Most transition scores exactly 0 (a tagger's pairs without a part): the charts take the sparse
+    path (5 of 16 pairs non-zero), some scores large and negative (cancellation) or -inf; the
+    marginals of chosen pairs and of a flat part vector agree with enumeration."""
+    rng = np.random.default_rng(seed)
+    n, L = 5, 4
+    e, _, st, sp = random_chain(rng, n, L)
+    tr = np.zeros((L, L))
+    cells = rng.choice(L * L, size=5, replace=False)
+    tr.flat[cells] = rng.normal(scale=scale, size=5)
+    tr.flat[cells[0]] = -scale * 20.0  # exp(D) - c cancels against c
+    if seed % 2:
+        tr.flat[cells[1]] = -np.inf
+    log_z, node, edge, _, _, _ = brute_force(e, tr, st, sp)
+    assert log_partition(e, tr, st, sp) == pytest.approx(log_z, rel=1e-12, abs=1e-12)
+    pairs = np.array([(a, b) for a in range(L) for b in range(L) if (a * L + b) % 3 != 1 or tr[a, b] != 0.0])
+    z, mu, mu_e = forward_backward_pairs(e, tr, st, sp, pairs)
+    assert z == pytest.approx(log_z, rel=1e-12, abs=1e-12)
+    np.testing.assert_allclose(mu, node, atol=1e-12)
+    np.testing.assert_allclose(mu_e, edge[pairs[:, 0], pairs[:, 1]], atol=1e-12)
+    if seed % 2 == 0:  # a flat part vector: finite scores, the pairs' own, every other transition 0
+        seen = pairs[tr[pairs[:, 0], pairs[:, 1]] != 0.0]
+        theta = np.concatenate([e.reshape(-1), tr[seen[:, 0], seen[:, 1]], st, sp])
+        z2, parts = part_marginals(theta, n, L, seen)
+        assert z2 == pytest.approx(log_z, rel=1e-12, abs=1e-12)
+        assert part_log_partition(theta, n, L, seen) == pytest.approx(log_z, rel=1e-12, abs=1e-12)
+        np.testing.assert_allclose(parts, np.concatenate([node.reshape(-1), edge[seen[:, 0], seen[:, 1]],
+                                                          node[0], node[-1]]), atol=1e-12)
+        with pytest.raises(ValueError, match="finite"):
+            part_marginals(np.where(np.arange(theta.size) == 0, np.inf, theta), n, L, seen)
+        with pytest.raises(ValueError, match="shape"):
+            part_log_partition(theta[:-1], n, L, seen)
 
 
 def test_forbidden_transitions_get_zero_marginals():

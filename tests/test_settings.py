@@ -113,3 +113,12 @@ def _raise_from(result) -> None:
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     raise AssertionError(f"the command ended with {result.exit_code}: {result.stderr}")
+
+
+def test_the_compact_dual_is_an_eg_setting_of_the_crf() -> None:
+    assert TaggerSettings().trainer_config().compact is False
+    assert TaggerSettings(compact=True).trainer_config().compact is True
+    with pytest.raises(SettingsError, match="trainer 'lbfgs' has no setting --compact-dual"):
+        TaggerSettings(trainer="lbfgs", compact=True)
+    with pytest.raises(SettingsError, match="--compact-dual applies to --model crf"):
+        TaggerSettings(model="maxent", compact=True)

@@ -48,6 +48,10 @@ class EGConfig:
     structure favoured by k per wrong part; 0 is the uniform start); None
     means ``LL_TILT`` for the log-linear dual and ``MM_TILT`` for the
     max-margin dual.
+
+    ``compact`` keeps each example's theta_i in float32 and no marginals: they are recomputed from
+    theta_i when a visit or a record needs them (one more oracle call per visit), a quarter of the
+    per-part state (see :class:`egnlp.training.eg.EGRun`).
     """
 
     C: float = 20.0
@@ -63,6 +67,7 @@ class EGConfig:
     max_seconds: float | None = None
     anneal: bool = True
     theta_init: float | None = None
+    compact: bool = False
 
     def C_at(self, passes: int) -> float:
         """The C used in pass ``passes`` (1-based).
