@@ -16,6 +16,8 @@ pruner's oracle recall is the share of gold arcs that the mask keeps without tha
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+
 import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -97,3 +99,64 @@ def _kept_heads(keep):
                 hidx[c] = h
                 c += 1
     return hptr, hidx
+
+
+#: The thresholds :func:`choose_threshold` tries, the most pruning first.
+THRESHOLDS = (0.3, 0.1, 0.03, 0.01, 0.003, 0.001, 0.0003, 0.0001)
+
+
+class ArcPruner:
+    """The first stage of a cascade: first-order arc weights ``weights`` (over the features of an
+    :class:`~egnlp.features.arc_featurizer.ArcFeaturizer`) whose projective arc marginals (root constraint
+    ``root``) prune the arcs of every sentence by ``threshold`` and ``top_k`` (:func:`prune_arcs`)."""
+
+    def __init__(self, weights: np.ndarray, root: str, threshold: float, top_k: int):
+        self.weights = np.array(weights, dtype=np.float64, order="C")
+        self.weights.setflags(write=False)
+        self.root = root
+        self.threshold = float(threshold)
+        self.top_k = int(top_k)
+        prune_arcs(np.ones((2, 2)), self.threshold, self.top_k)  # checks both
+        self._arc_weights = None
+
+    def marginals(self, featurizer, encoded) -> Iterator[np.ndarray]:
+        """The first-order arc marginals (n + 1, n + 1) of every sentence of ``encoded``, over the arcs the
+        featurizer's tag filter keeps (every arc when that leaves no projective tree)."""
+        from egnlp.parser.trees import PROJECTIVE, tree_space
+
+        from egnlp.parser.tree_checks import NoTreeError
+
+        if self._arc_weights is None:
+            self._arc_weights = featurizer.arc_weights(self.weights)
+        space = tree_space(PROJECTIVE)
+        for s, arc in enumerate(featurizer.block_arc_scores(encoded, self._arc_weights, True)):
+            try:
+                yield space.marginals(arc, root=self.root)[1]
+            except NoTreeError:
+                yield space.marginals(featurizer.arc_scores(encoded, s, self._arc_weights), root=self.root)[1]
+
+    def masks(self, featurizer, encoded, gold: Sequence | None = None) -> Iterator[np.ndarray]:
+        """The kept arcs of every sentence of ``encoded`` (:func:`prune_arcs`); with ``gold`` (heads of words
+        1..n of each sentence), the gold arcs too."""
+        for s, mu in enumerate(self.marginals(featurizer, encoded)):
+            yield prune_arcs(mu, self.threshold, self.top_k, None if gold is None else gold[s])
+
+
+def choose_threshold(marginals: Sequence[np.ndarray], gold: Sequence, top_k: int, recall: float,
+                     thresholds: Sequence[float] = THRESHOLDS) -> tuple[float, list[dict]]:
+    """The largest of ``thresholds`` whose masks (with ``top_k``) keep at least ``recall`` of the gold arcs of
+    the sentences whose first-order arc marginals are ``marginals``, or when no threshold does (``top_k``
+    bounds the recall), the largest with the best recall of all; and a row per threshold tried: threshold,
+    recall, kept (the share of possible arcs kept)."""
+    rows = []
+    for threshold in sorted(thresholds, reverse=True):
+        kept = total = arcs = possible = 0
+        for mu, heads in zip(marginals, gold):
+            keep = prune_arcs(mu, threshold, top_k)
+            a, b = gold_recall(keep, heads)
+            c, d = kept_fraction(keep)
+            kept, total, arcs, possible = kept + a, total + b, arcs + c, possible + d
+        rows.append({"threshold": threshold, "recall": kept / max(total, 1), "kept": arcs / max(possible, 1)})
+    target = min(recall, max(r["recall"] for r in rows))
+    chosen = next(r["threshold"] for r in rows if r["recall"] >= target)
+    return chosen, rows

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from egnlp.parser.cascade import gold_recall, kept_fraction, prune_arcs
+from egnlp.parser.cascade import choose_threshold, gold_recall, kept_fraction, prune_arcs
 from egnlp.parser.eisner_grandparents import grand_argmax, grand_log_partition, grand_marginals, grand_parts
 from egnlp.parser.eisner_siblings import (n_sibling_parts, sibling_argmax, sibling_log_partition, sibling_marginals,
                                           sibling_offsets, tree_parts)
@@ -185,3 +185,27 @@ def test_bad_masks_are_refused():
         prune_arcs(np.ones((3, 3)), 1.5, 2)
     with pytest.raises(ValueError, match="top_k"):
         prune_arcs(np.ones((3, 3)), 0.5, 0)
+
+
+def test_choose_threshold_takes_the_largest_that_reaches_the_recall():
+    rng = np.random.default_rng(5)
+    mus, golds = [], []
+    for _ in range(20):
+        n = int(rng.integers(2, 15))
+        gold = random_tree(rng, n)[1:]
+        mu = rng.random((n + 1, n + 1)) ** 6
+        mu[gold, np.arange(1, n + 1)] += rng.random(n)
+        mus.append(mu)
+        golds.append(gold)
+    thresholds = (0.5, 0.1, 0.01, 0.0)
+    _, rows = choose_threshold(mus, golds, 100, 1.0, thresholds)
+    for row in rows:  # by hand
+        masks = [prune_arcs(mu, row["threshold"], 100) for mu in mus]
+        assert row["recall"] == sum(gold_recall(k, g)[0] for k, g in zip(masks, golds)) / sum(map(len, golds))
+        assert row["kept"] == sum(kept_fraction(k)[0] for k in masks) / sum(kept_fraction(k)[1] for k in masks)
+    assert [r["threshold"] for r in rows] == [0.5, 0.1, 0.01, 0.0] and rows[-1]["recall"] == 1.0
+    for want in (0.0, rows[1]["recall"], 1.0):
+        chosen, _ = choose_threshold(mus, golds, 100, want, thresholds)
+        assert chosen == next(r["threshold"] for r in rows if r["recall"] >= want)
+    capped, rows = choose_threshold(mus, golds, 1, 1.0, thresholds)  # one head each: recall below 1 everywhere
+    assert max(r["recall"] for r in rows) < 1.0 and capped == 0.5
