@@ -209,3 +209,45 @@ def test_choose_threshold_takes_the_largest_that_reaches_the_recall():
         assert chosen == next(r["threshold"] for r in rows if r["recall"] >= want)
     capped, rows = choose_threshold(mus, golds, 1, 1.0, thresholds)  # one head each: recall below 1 everywhere
     assert max(r["recall"] for r in rows) < 1.0 and capped == 0.5
+
+
+@pytest.mark.parametrize("order", ["siblings", "grandparents"])
+def test_cascade_trains_saves_loads_and_decodes_over_its_masks(order, es_train, tmp_path):
+    """``train_parser(cascade=True)``: the pruner's masks of the training sentences keep every gold arc, the
+    model decodes each sentence as the chart over the pruner's mask does, and its file keeps the cascade
+    (saved, loaded, parsed the same; a file with a mangled cascade is refused)."""
+    from egnlp.base.files import ModelError, read_npz, write_npz_atomic
+    from egnlp.corpora import load_dataset
+    from egnlp.parser.parser_model import FORMAT_VERSION, MODEL_KIND, Parser
+    from egnlp.parser_training import train_parser
+
+    train = [s for s in es_train if len(s) <= 25][:60]
+    dev = load_dataset("es", "dev")[:12]
+    parser, _ = train_parser(train, root="single", max_passes=2, cascade=True, cascade_top_k=4, **{order: True})
+    info = parser.info["cascade"]
+    assert parser.pruner is not None and parser.pruner.top_k == 4
+    assert info["threshold"] == parser.pruner.threshold and info["tuning_sentences"] == 6
+    assert 0.0 < info["train_kept"] < 1.0 and 0.0 < info["train_recall"] <= 1.0
+    f = parser.featurizer
+    masks = list(parser.pruner.masks(f, f.encode(dev)))
+    for mask in masks:
+        assert (mask[:, 1:].sum(axis=0) <= 4).all()
+    unpruned = parser.pruner
+    parser.pruner = None
+    free = parser.predict_heads(dev)
+    parser.pruner = unpruned
+    heads = parser.predict_heads(dev)
+    for h, mask in zip(heads, masks):
+        assert all(mask[head, m] for m, head in enumerate(h, start=1))
+    assert any(a != b for a, b in zip(heads, free)) or all(m[:, 1:].all() for m in masks)
+    path = tmp_path / "m.npz"
+    parser.save(path)
+    loaded = Parser.load(path)
+    assert loaded.pruner.threshold == parser.pruner.threshold and loaded.predict(dev) == parser.predict(dev)
+    arrays, meta = read_npz(path, MODEL_KIND, FORMAT_VERSION)
+    for bad_arrays, bad_meta in (({k: v for k, v in arrays.items() if k != "pruner_weights"}, meta),
+                                 (arrays, {**meta, "cascade": {"threshold": 0.1}}),
+                                 ({**arrays, "pruner_weights": arrays["pruner_weights"][:-1].copy()}, meta)):
+        write_npz_atomic(tmp_path / "bad.npz", bad_arrays, bad_meta)
+        with pytest.raises(ModelError):
+            Parser.load(tmp_path / "bad.npz")
