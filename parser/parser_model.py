@@ -192,7 +192,9 @@ class Parser(NLTKBase):
         if self._arc_weights is None:
             self._arc_weights = self.featurizer.arc_weights(self.weights[:n_arc])
         arc_w = self._arc_weights
-        prune = self.prune and self.siblings is None
+        # a cascade's arcs are scored with the tag filter too: its pruner's masks hold none of the filtered
+        # arcs unless every arc was scored (then so is this sentence's, below)
+        prune = self.prune and (self.siblings is None or self.pruner is not None)
         keeps = self.pruner.masks(self.featurizer, encoded) if self.pruner is not None else None
         for s, arc in enumerate(self.featurizer.block_arc_scores(encoded, arc_w, prune)):
             mu = None
@@ -210,7 +212,9 @@ class Parser(NLTKBase):
                 from egnlp.parser.eisner_siblings import arc_marginals
                 size = arc.shape[0]
                 keep = next(keeps) if keeps is not None else None
-                theta = self.siblings.scores(self.siblings.compile(encoded, s), arc, sib_w)
+                if keep is not None and (arc[keep != 0] == -np.inf).any():  # the pruner decoded every arc
+                    arc = self.featurizer.arc_scores(encoded, s, arc_w)
+                theta = self.siblings.scores(self.siblings.compile(encoded, s, keep), arc, sib_w)
                 if self.grand is None:
                     from egnlp.parser.eisner_siblings import sibling_argmax, sibling_marginals
                     heads = sibling_argmax(theta, size, self.root, keep)
@@ -218,7 +222,7 @@ class Parser(NLTKBase):
                         mu = arc_marginals(sibling_marginals(theta, size, self.root, keep)[1], size)
                 else:
                     from egnlp.parser.eisner_grandparents import grand_argmax, grand_marginals
-                    grand = self.grand.scores(self.grand.compile(encoded, s), grand_w)
+                    grand = self.grand.scores(self.grand.compile(encoded, s, keep), grand_w)
                     heads = grand_argmax(theta, grand, size, self.root, keep)
                     if marginals:
                         mu = arc_marginals(grand_marginals(theta, grand, size, self.root, keep)[1], size)
