@@ -24,6 +24,9 @@ rules out.
   10% of the ``-test`` file, the data sets' dev split).
 
 A run is ``NAME:TREE``, ``NAME:TREE:siblings`` or ``NAME:TREE:grandparents``
+(``NAME:TREE:siblings:cascade`` and ``NAME:TREE:grandparents:cascade``: pruned by
+a first-order model, ``--cascade``; the row records the cascade's threshold, its
+recall and kept share on the tuning split and its recall and kept share on ``*-dev``)
 with TREE one of ``default`` (no ``--tree`` option: projective),
 ``projective``, ``non-projective`` or ``auto``, ``siblings`` for the
 second-order model (``--siblings``) and ``grandparents`` for the third-order
@@ -97,8 +100,8 @@ def egnlp(*args: object):
 
 def run_one(spec: str, out: Path, passes: int | None, trainer: str | None = None) -> dict:
     name, tree, *extra = spec.split(":")
-    if extra not in ([], ["siblings"], ["grandparents"]):
-        sys.exit(f"run {spec!r}: expected NAME:TREE, NAME:TREE:siblings or NAME:TREE:grandparents")
+    if extra not in ([], ["siblings"], ["grandparents"], ["siblings", "cascade"], ["grandparents", "cascade"]):
+        sys.exit(f"run {spec!r}: expected NAME:TREE, NAME:TREE:siblings or NAME:TREE:grandparents, with :cascade")
     folder = out / spec.replace(":", "-")
     folder.mkdir(parents=True, exist_ok=True)
     model = folder / "model.npz"
@@ -116,7 +119,7 @@ def run_one(spec: str, out: Path, passes: int | None, trainer: str | None = None
     trained = egnlp("parser", "train", *source, "--out", model, *options)
     egnlp("parser", "parse", model, gold, "-o", pred)
     row = {"run": spec, "data": name, "tree": tree, "siblings": bool(extra),
-           "grandparents": extra == ["grandparents"], "train_seconds": trained.wall, "train_cpu": trained.cpu,
+           "grandparents": "grandparents" in extra, "train_seconds": trained.wall, "train_cpu": trained.cpu,
            "train_peak_mb": trained.peak_mb,
            **scored(gold, pred, lang), "space": re.search(r"; (\S+) trees", trained.stderr).group(1)}
     if lang is not None:
@@ -128,8 +131,32 @@ def run_one(spec: str, out: Path, passes: int | None, trainer: str | None = None
         egnlp("parser", "parse", model, gold, "-o", exact, "--no-prune")
         row["every_arc"] = scored(gold, exact, lang)
         row["pruned_share"] = pruned_share(model, gold)
+    if "cascade" in extra:
+        row["cascade"] = cascade_figures(model, gold)
     log(f"{spec}: {row}")
     return row
+
+
+def cascade_figures(model: Path, gold: Path) -> dict:
+    """A cascade's threshold, its recall and kept share on the tuning split (from the model's record) and on
+    the evaluation file ``gold`` (the pruner's masks without the gold arcs)."""
+    import numpy as np
+
+    from egnlp.corpora import read_conll
+    from egnlp.parser.cascade import gold_recall, kept_fraction
+    from egnlp.parser.parser_model import Parser
+
+    parser = Parser.load(model)
+    sentences = read_conll(gold)
+    counts = np.zeros(4, dtype=np.int64)
+    for mask, sentence in zip(parser.pruner.masks(parser.featurizer, parser.featurizer.encode(sentences)),
+                              sentences):
+        counts += (*gold_recall(mask, sentence.heads), *kept_fraction(mask))
+    record = parser.info["cascade"]
+    tuned = next(r for r in record["tuning"] if r["threshold"] == record["threshold"])
+    return {"threshold": record["threshold"], "top_k": record["top_k"], "tuning_recall": tuned["recall"],
+            "tuning_kept": tuned["kept"], "eval_recall": float(counts[0] / counts[1]),
+            "eval_kept": float(counts[2] / counts[3])}
 
 
 def pruned_share(model: Path, gold: Path) -> float:
@@ -242,7 +269,7 @@ def run_label(row: dict) -> str:
         return "defaults"
     return " ".join(([] if row["tree"] == "default" else [f"--tree {row['tree']}"])
                     + (["--grandparents"] if row.get("grandparents") else ["--siblings"] if row.get("siblings")
-                       else []))
+                       else []) + (["--cascade"] if row.get("cascade") else []))
 
 
 def headline(rows: list[dict], udpipe: dict[str, dict]) -> str:

@@ -27,6 +27,7 @@ from egnlp.features.arc_parts import ArcPartFeatures, CacheBudget
 from egnlp.features.grandparents import GrandFeaturizer, GrandPartFeatures
 from egnlp.features.hashing import KeyTable
 from egnlp.features.siblings import SiblingFeaturizer, SiblingPartFeatures
+from egnlp.parser.cascade import ArcPruner, choose_threshold, gold_recall, kept_fraction, prune_arcs
 from egnlp.parser.eisner_grandparents import grand_argmax
 from egnlp.parser.eisner_siblings import n_sibling_parts, sibling_argmax
 from egnlp.parser.labeler import ArcLabeler, allowed_labels, arc_label_keys, predicate_ids
@@ -101,17 +102,18 @@ def dev_cache_budget(trainer: str, cache_mb: float | None, budget: CacheBudget) 
 
 def _dev_correct(job: tuple, block: Sequence[int]) -> list[int]:
     """The number of words with the right head in each dev sentence of ``block`` (``job``: see uas_scorer)."""
-    pf, gold, argmax, root, order, w, finals = job
+    pf, gold, argmax, root, order, w, finals, keeps = job
     out = []
     for s in block:
         lo, hi = pf.parts(s)
         k = len(gold[s]) + 1
+        keep = keeps[s] if keeps is not None else None
         if order == 3:
             theta = pf.scores(lo, hi, w)
             middle = n_sibling_parts(k)
-            heads = grand_argmax(theta[:middle], theta[middle:].reshape(k, k, k), k, root)
+            heads = grand_argmax(theta[:middle], theta[middle:].reshape(k, k, k), k, root, keep)
         elif order == 2:
-            heads = sibling_argmax(pf.scores(lo, hi, w), k, root)
+            heads = sibling_argmax(pf.scores(lo, hi, w), k, root, keep)
         elif finals is not None and finals[s]:
             heads = final_on_root_argmax(argmax, pf.scores(lo, hi, w).reshape(k, k), root)
         else:
@@ -122,14 +124,15 @@ def _dev_correct(job: tuple, block: Sequence[int]) -> list[int]:
 
 def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: str, tree: str = PROJECTIVE,
                siblings: SiblingFeaturizer | None = None, budget: CacheBudget | None = None, jobs: int = 1,
-               grand: GrandFeaturizer | None = None, final_on_root: bool = False):
+               grand: GrandFeaturizer | None = None, final_on_root: bool = False, pruner: ArcPruner | None = None):
     """A ``w -> UAS`` function over ``sentences`` (punctuation counted) in a tree space, for dev records;
     with ``siblings``, of the second-order parser with those sibling features (and with ``grand``, of
     the third-order one with those grandparent features too); ``final_on_root``: decoded as a
     :class:`~egnlp.parser.parser_model.Parser` with it decodes.  ``budget``: compiled
     sentences kept between calls (none by default); ``jobs``: processes that decode the sentences
     (:func:`~egnlp.base.workers.map_blocks`; the score is the same for any number), for a first-order
-    parser only from :data:`DEV_JOBS_MIN_SENTENCES` sentences up."""
+    parser only from :data:`DEV_JOBS_MIN_SENTENCES` sentences up; ``pruner``: a cascade's first stage, whose
+    masks of the dev sentences (made once) the higher-order charts decode over."""
     argmax = tree_space(tree).argmax
     encoded = featurizer.encode(sentences)
     pf = ArcPartFeatures(featurizer, encoded, budget if budget is not None else 0)
@@ -145,6 +148,7 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
     finals = final_punct(sentences) if final_on_root else None
     gold = [np.asarray(s.heads) for s in sentences]
     total = sum(len(g) for g in gold)
+    keeps = list(pruner.masks(featurizer, encoded)) if pruner is not None else None
 
     unkept = [budget is not None and budget.room > 0]
 
@@ -154,7 +158,8 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
             for i in range(len(gold)):
                 if not pf.keep(i):
                     break
-        correct = map_blocks(_dev_correct, (pf, gold, argmax, root, order, w, finals), range(len(gold)), jobs)
+        correct = map_blocks(_dev_correct, (pf, gold, argmax, root, order, w, finals, keeps), range(len(gold)),
+                             jobs)
         return 100.0 * sum(correct) / max(total, 1)
 
     return score
@@ -173,7 +178,8 @@ def choose_final_on_root(given: bool | None, train: Sequence[Sentence], root: st
 def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: str = "alphabet",
                           hash_bits: int = 22, tags: str | None = None,
                           tree: str = PROJECTIVE, featurizer: ArcFeaturizer | None = None,
-                          cache_bytes: int | CacheBudget = 0, siblings: bool = False, grandparents: bool = False
+                          cache_bytes: int | CacheBudget = 0, siblings: bool = False, grandparents: bool = False,
+                          keep: Sequence[np.ndarray] | None = None
                           ) -> tuple[ArcFeaturizer, ParsingProblem | SiblingParsingProblem, float]:
     """Fit the arc features on ``train`` and set up its parsing problem; also the seconds it took.
 
@@ -191,7 +197,8 @@ def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: st
     features' ``siblings`` hold the sibling templates' alphabet, fitted on ``train``.  ``grandparents``
     adds grandparent parts to the sibling ones: a third-order
     :class:`~egnlp.parser.parsing_problem.GrandParsingProblem` whose features' ``grand`` hold the grandparent
-    templates' alphabet.
+    templates' alphabet.  ``keep`` (second and third order): a cascade's masks of the kept arcs of every
+    sentence, the gold arcs among them (:mod:`egnlp.parser.cascade`).
     """
     siblings = siblings or grandparents
     missing = [i for i, s in enumerate(train) if s.heads is None]
@@ -208,10 +215,10 @@ def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: st
     if grandparents:
         sib = SiblingPartFeatures(arcs, SiblingFeaturizer().fit(encoded, heads), encoded)
         problem = GrandParsingProblem(GrandPartFeatures(sib, GrandFeaturizer().fit(encoded, heads), encoded),
-                                      heads, root)
+                                      heads, root, keep)
     elif siblings:
         problem = SiblingParsingProblem(SiblingPartFeatures(arcs, SiblingFeaturizer().fit(encoded, heads), encoded),
-                                        heads, root)
+                                        heads, root, keep)
     else:
         problem = ParsingProblem(arcs, heads, root, tree)
     return featurizer, problem, time.perf_counter() - start
@@ -246,6 +253,7 @@ class ArcRun:
     siblings: SiblingFeaturizer | None = None
     grand: GrandFeaturizer | None = None
     interrupted: Any = None  # the last PassRecord of a run that Ctrl-C stopped
+    pruner: ArcPruner | None = None  # a cascade's first stage
     info: dict = dataclasses.field(default_factory=dict)  # best_pass, early_stop, C_path, distributed
 
 
@@ -306,7 +314,7 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     if interrupted is not None:
         info["interrupted_after_pass"] = interrupted.passes
     parser = Parser(arcs.featurizer, result.weights, space.root, info, labeler, space.tree, siblings=arcs.siblings,
-                    grand=arcs.grand, final_on_root=space.final_on_root)
+                    grand=arcs.grand, final_on_root=space.final_on_root, pruner=arcs.pruner)
     if interrupted is not None:
         raise TrainingInterrupted(parser, result, interrupted)
     return parser, result
@@ -318,16 +326,23 @@ def _train_arcs(train: Sequence[Sentence], dev: Sequence[Sentence] | None, setti
     spec, configs = settings.spec, settings.trainer_configs()
     budget = cache_budget(spec.name, settings.cache_mb, has_dev=bool(dev))
     jobs = resolve_jobs(settings.jobs)
+    featurizer, pruner, keep, cascade_info = None, None, None, {}
+    if settings.cascade:
+        featurizer = ArcFeaturizer.for_corpus(train, settings.feature_mode, settings.hash_bits, settings.tags)
+        featurizer.fit(featurizer.encode(train), [s.heads for s in train])
+        pruner, keep, cascade_info = train_pruner(featurizer, train, settings, space.root)
     featurizer, problem, seconds = build_parsing_problem(
-        train, space.root, settings.feature_mode, settings.hash_bits, settings.tags, space.tree, cache_bytes=budget,
-        siblings=settings.siblings, grandparents=settings.grandparents)
+        train, space.root, settings.feature_mode, settings.hash_bits, settings.tags, space.tree, featurizer,
+        cache_bytes=budget, siblings=settings.siblings, grandparents=settings.grandparents, keep=keep)
     problem.jobs = jobs
     run = ArcRun(featurizer, None, configs[0], seconds,  # type: ignore[arg-type]
                  siblings=problem.features.siblings if settings.order_of_model > 1 else None,
-                 grand=problem.features.grand if settings.grandparents else None)
+                 grand=problem.features.grand if settings.grandparents else None, pruner=pruner)
+    if cascade_info:
+        run.info["cascade"] = cascade_info
     dev_score = (uas_scorer(featurizer, dev, space.root, space.tree, run.siblings,
                             dev_cache_budget(spec.name, settings.cache_mb, budget), jobs, run.grand,
-                            space.final_on_root) if dev else None)
+                            space.final_on_root, pruner) if dev else None)
     if settings.Cs is not None:
         points = regularization_path(problem, spec, configs, dev=dev_score, callbacks=tuple(callbacks),
                                      on_point=on_point)
@@ -347,6 +362,43 @@ def _train_arcs(train: Sequence[Sentence], dev: Sequence[Sentence] | None, setti
             run.result = TrainResult(weights=kept.weights, records=run.result.records, converged=False)
         run.info.update(best_pass=kept.final.as_dict(), early_stop=bool(keeper.stop))
     return run
+
+
+def train_pruner(featurizer: ArcFeaturizer, train: Sequence[Sentence], settings: ParserSettings, root: str
+                 ) -> tuple[ArcPruner, list[np.ndarray], dict]:
+    """A cascade's first stage (Koo and Collins 2010, Sec. 5): a first-order projective model over the fitted
+    arc features ``featurizer``, trained as the settings' first-order parser would be on all but the
+    training file's last tenth (the tuning split), and its threshold, the largest of
+    :data:`~egnlp.parser.cascade.THRESHOLDS` that keeps ``cascade_recall`` of the tuning split's gold arcs
+    with ``cascade_top_k`` heads per word at most (:func:`~egnlp.parser.cascade.choose_threshold`).  Also the
+    masks of every training sentence, the gold arcs added, and what the model records: the threshold, the
+    rows tried, and the first stage's recall (gold arcs kept without that help) and kept share of the
+    training sentences."""
+    start = time.process_time()
+    cut = len(train) - len(train) // 10 if len(train) >= 10 else len(train)
+    first = dataclasses.replace(settings, siblings=False, grandparents=False, cascade=False, patience=None,
+                                C_path=None, max_seconds=None)
+    spec, config = first.spec, first.trainer_configs()[0]
+    _, problem, _ = build_parsing_problem(train[:cut], root, tree=PROJECTIVE, featurizer=featurizer)
+    problem.jobs = resolve_jobs(settings.jobs)
+    with interrupts_between_passes():
+        weights = spec.fit(problem, config=config).weights
+    tune = train[cut:] or train
+    pruner = ArcPruner(weights, root, 1.0, settings.cascade_top_k)
+    tune_mu = list(pruner.marginals(featurizer, featurizer.encode(tune)))
+    threshold, rows = choose_threshold(tune_mu, [s.heads for s in tune], settings.cascade_top_k,
+                                       settings.cascade_recall)
+    pruner = ArcPruner(weights, root, threshold, settings.cascade_top_k)
+    keep, counts = [], np.zeros(4, dtype=np.int64)
+    for mu, sentence in zip(pruner.marginals(featurizer, featurizer.encode(train)), train):
+        mask = prune_arcs(mu, threshold, settings.cascade_top_k)
+        counts += (*gold_recall(mask, sentence.heads), *kept_fraction(mask))
+        mask[np.asarray(sentence.heads, dtype=np.int64), np.arange(1, len(sentence) + 1)] = 1
+        keep.append(mask)
+    info = {"threshold": threshold, "top_k": settings.cascade_top_k, "tuning_sentences": len(tune),
+            "tuning": rows, "train_recall": float(counts[0] / max(counts[1], 1)),
+            "train_kept": float(counts[2] / max(counts[3], 1)), "seconds": time.process_time() - start}
+    return pruner, keep, info
 
 
 def _train_arcs_on_dask(train: Sequence[Sentence], dev: Sequence[Sentence] | None, settings: ParserSettings,

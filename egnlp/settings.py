@@ -215,6 +215,14 @@ class ParserSettings:
     grandparents: bool = option(False, "--grandparents/--no-grandparents", "Third-order model: grandparent parts "
                                 "beside the sibling parts and the arcs (Koo and Collins 2010; implies --siblings); "
                                 "projective trees only.")
+    cascade: bool = option(False, "--cascade/--no-cascade", "With --siblings or --grandparents: coarse-to-fine "
+                           "pruning (Koo and Collins 2010, Sec. 5; Rush and Petrov 2012): a first-order model, "
+                           "trained first, keeps each word's likeliest heads; the higher-order model trains and "
+                           "parses over those arcs only.")
+    cascade_top_k: int = option(6, "--cascade-top-k", "With --cascade: heads kept per word at most.")
+    cascade_recall: float = option(0.995, "--cascade-recall", "With --cascade: the pruning threshold is the "
+                                   "largest that keeps this share of the gold arcs of the tuning split (the "
+                                   "training file's last tenth, held out from the first-order model).")
     final_on_root: bool | None = option(None, "--final-punct/--no-final-punct", "Decode a sentence's final "
                                         "punctuation as a leaf of the root's one child (first-order, single-root "
                                         "parsers).", shown="when at least 90% of the training trees that end in "
@@ -253,7 +261,7 @@ class ParserSettings:
         for name in ("trainer", "order", "root", "tree", "tags", "feature_mode"):
             _check_choice(self, name)
         for name, least in (("max_passes", 0), ("patience", 0), ("cache_mb", 0), ("jobs", 1), ("workers", 1),
-                            ("hash_bits", 1)):
+                            ("hash_bits", 1), ("cascade_top_k", 1)):
             _check_count(self, name, least)
         self._check_combinations()
         self.check_final_on_root(self.root)
@@ -272,6 +280,11 @@ class ParserSettings:
             raise SettingsError(f"{'--patience' if self.patience else '--C-path'} scores a held-out dev set: it "
                                 "does not go with --train-on-dev")
         order = "--grandparents" if self.grandparents else "--siblings"
+        if not 0.0 < self.cascade_recall <= 1.0:
+            raise SettingsError(f"--cascade-recall {self.cascade_recall:g}: need 0 < RECALL <= 1")
+        if self.cascade and (self.order_of_model == 1 or self.dask):
+            raise SettingsError("--cascade prunes a second- or third-order model trained on one machine: "
+                                "give --siblings or --grandparents, without --dask")
         if (self.siblings or self.grandparents) and self.tree == "non-projective":
             raise SettingsError(f"{order} predicts projective trees only, not --tree non-projective")
         if not self.dask:

@@ -113,13 +113,22 @@ def _gold_keys(atoms, base, heads, out, c):
 
 
 @njit(cache=True)
-def _compile(atoms, base, n, table_keys, table_vals):
+def _compile(atoms, base, n, table_keys, table_vals, keep):
+    """The ids of the parts (g, h, m) whose arcs g -> h and h -> m ``keep`` (size, size) uint8 keeps (every
+    arc for training); the rows and parts of the others keep -1."""
     size = n + 1
     keys = np.empty(N_ROW_KEYS, dtype=np.uint64)
     row_ids = np.full((size * size, N_ROW_KEYS), -1, dtype=np.int32)
+    needed = np.zeros((size, size), dtype=np.uint8)  # the rows (g, m) of kept arcs g -> h -> m
+    for h in range(1, size):
+        for g in range(size):
+            if g != h and keep[g, h]:
+                for m in range(1, size):
+                    if m != h and m != g and keep[h, m]:
+                        needed[g, m] = 1
     for g in range(size):
         for m in range(1, size):
-            if g != m:
+            if g != m and needed[g, m]:
                 _row_keys(atoms, base, g, m, keys)
                 for j in range(N_ROW_KEYS):
                     row_ids[g * size + m, j] = alphabet_id(table_keys, table_vals, keys[j])
@@ -135,7 +144,7 @@ def _compile(atoms, base, n, table_keys, table_vals):
     for g in range(size):
         for h in range(size):
             for m in range(size):
-                if not is_part(g, h, m):
+                if not is_part(g, h, m) or not (keep[g, h] and keep[h, m]):
                     continue
                 at = ((tag[g] * nt + tag[h]) * nt + tag[m]) * 4 + _directions(g, h, m)
                 if memo[at] < 0:
@@ -184,11 +193,15 @@ class GrandFeaturizer(PartAlphabet):
     _gold_keys = staticmethod(_gold_keys)
     KEYS_PER_WORD = N_ROW_KEYS + N_CLASS_KEYS
 
-    def compile(self, encoded: EncodedCorpus, i: int) -> CompiledGrand:
-        """The ids of sentence ``i`` of ``encoded`` (see the module docstring)."""
+    def compile(self, encoded: EncodedCorpus, i: int, keep: np.ndarray | None = None) -> CompiledGrand:
+        """The ids of sentence ``i`` of ``encoded`` (see the module docstring); with ``keep`` ((size, size)
+        [head, modifier], a cascade's kept arcs), of the parts whose two arcs are kept only (the others
+        score 0, as cells that are no parts do)."""
         table_keys, table_vals = self._tables()
         n = encoded.length(i)
-        return CompiledGrand(n + 1, *_compile(encoded.atoms, int(encoded.tok_ptr[i]), n, table_keys, table_vals))
+        mask = np.ones((n + 1, n + 1), dtype=np.uint8) if keep is None else np.ascontiguousarray(keep, dtype=np.uint8)
+        return CompiledGrand(n + 1, *_compile(encoded.atoms, int(encoded.tok_ptr[i]), n, table_keys, table_vals,
+                                              mask))
 
     @staticmethod
     def scores(cg: CompiledGrand, w: np.ndarray) -> np.ndarray:

@@ -157,19 +157,27 @@ def alphabet_id(table_keys, table_vals, key):
 
 
 @njit(cache=True)
-def _compile(atoms, base, n, table_keys, table_vals):
+def _compile(atoms, base, n, table_keys, table_vals, keep):
+    """The ids of the parts of the arcs [head, modifier] that ``keep`` (size, size) uint8 keeps (every arc for
+    training); the rows and parts of the others keep -1."""
     size = n + 1
     keys = np.empty(N_ROW_KEYS, dtype=np.uint64)
     row_ids = np.full((2 * size * size, N_ROW_KEYS), -1, dtype=np.int32)
+    needed = np.zeros((size, size), dtype=np.uint8)  # the rows (s, m) of a sibling s of a kept arc h -> m
+    for h in range(size):
+        for m in range(1, size):
+            if m != h and keep[h, m]:
+                for x in range(min(h, m) + 1, max(h, m)):
+                    needed[x, m] = 1
     for s in range(1, size):  # rows with a sibling: s and m words on the same side of some head
         for m in range(1, size):
-            if abs(s - m) >= 1:
+            if abs(s - m) >= 1 and needed[s, m]:
                 _row_keys(atoms, base, s, m, dirdist_slot(s, m), keys)
                 for j in range(N_ROW_KEYS):
                     row_ids[s * size + m, j] = alphabet_id(table_keys, table_vals, keys[j])
     for h in range(size):  # rows without a sibling
         for m in range(1, size):
-            if m != h:
+            if m != h and keep[h, m]:
                 _row_keys(atoms, base, -1, m, dirdist_slot(h, m), keys)
                 for j in range(N_ROW_KEYS):
                     row_ids[size * size + h * size + m, j] = alphabet_id(table_keys, table_vals, keys[j])
@@ -187,6 +195,11 @@ def _compile(atoms, base, n, table_keys, table_vals):
     for h in range(size):
         for m in range(1, size):
             if m == h:
+                continue
+            if not keep[h, m]:
+                for k in range(abs(h - m)):
+                    part_class[p] = -1
+                    p += 1
                 continue
             for k in range(abs(h - m)):
                 s = _sibling_of(h, m, k)
@@ -237,6 +250,10 @@ def _scores(size, arc, row_ids, part_class, class_ids, w, out):
                 continue
             a = arc[h, m]
             for k in range(abs(h - m)):
+                if part_class[p] < 0:  # a pruned arc's part (compiled with a mask): never read
+                    out[p] = 0.0
+                    p += 1
+                    continue
                 s = _sibling_of(h, m, k)
                 row = s * size + m if s >= 0 else size * size + h * size + m
                 out[p] = a + row_w[row] + class_w[part_class[p]]
@@ -335,11 +352,15 @@ class SiblingFeaturizer(PartAlphabet):
     _gold_keys = staticmethod(_gold_keys)
     KEYS_PER_WORD = N_ROW_KEYS + N_CLASS_KEYS
 
-    def compile(self, encoded: EncodedCorpus, i: int) -> CompiledSiblings:
-        """The ids of sentence ``i`` of ``encoded`` (see the module docstring)."""
+    def compile(self, encoded: EncodedCorpus, i: int, keep: np.ndarray | None = None) -> CompiledSiblings:
+        """The ids of sentence ``i`` of ``encoded`` (see the module docstring); with ``keep`` ((size, size)
+        [head, modifier], a cascade's kept arcs: :mod:`egnlp.parser.cascade`), of the kept arcs' parts only
+        (the others score 0 in :meth:`scores`, and a decoder over the mask never reads them)."""
         table_keys, table_vals = self._tables()
         n = encoded.length(i)
-        row_ids, part_class, class_ids = _compile(encoded.atoms, int(encoded.tok_ptr[i]), n, table_keys, table_vals)
+        mask = np.ones((n + 1, n + 1), dtype=np.uint8) if keep is None else np.ascontiguousarray(keep, dtype=np.uint8)
+        row_ids, part_class, class_ids = _compile(encoded.atoms, int(encoded.tok_ptr[i]), n, table_keys, table_vals,
+                                                  mask)
         return CompiledSiblings(n + 1, row_ids, part_class, class_ids)
 
     @staticmethod

@@ -89,6 +89,7 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from egnlp.parser.cascade import check_keep
 from egnlp.parser.eisner_siblings import check_theta
 from egnlp.parser.tree_checks import check_tree, float_scores, is_single_root, solve
 
@@ -221,14 +222,19 @@ def _charts(n1):
 
 
 @numba.njit(cache=True)
-def _fill(theta, off, G, single, use_max, C, CT, I, S, ST):
+def _fill(theta, off, G, single, use_max, C, CT, I, S, ST, keep, hptr, hidx):
     """Fill the grand-sibling charts of Koo and Collins (2010) in log space, sum-product or max-plus.
 
     theta: (n_parts,) float64 sibling-part scores; off: (n + 1, n + 1) int64
     from ``sibling_offsets``; G: (n + 1, n + 1, n + 1) float64 grandparent
     scores.  C, CT, I, S, ST from ``_charts``, overwritten.  The argmax's
     split points are not kept: ``_argmax_kernel`` recomputes them along the
-    best derivation.  Returns log Z (or the best score) = C[0, 0, n].
+    best derivation.  ``keep`` (n + 1, n + 1) uint8: the arcs [head, modifier]
+    a tree may use; ``hptr``, ``hidx``: the kept heads of each modifier m,
+    ``hidx[hptr[m]:hptr[m + 1]]`` in increasing order (:func:`kept_heads`).  Only
+    the items of kept arcs are filled, each for the kept heads of its head
+    (its grandparents), so the work grows with the kept arcs; the others stay
+    -inf.  Returns log Z (or the best score) = C[0, 0, n].
     """
     n1 = C.shape[0]
     n = n1 - 1
@@ -236,13 +242,14 @@ def _fill(theta, off, G, single, use_max, C, CT, I, S, ST):
     for w in range(1, n1):
         for s in range(n1 - w):
             t = s + w
-            # Heads of the span's head: the n - w positions outside s..t, or
-            # the slot 0 alone for the root's items.
-            ng = 1 if s == 0 else n - w
+            # The grandparents of an item headed by h are the kept heads of h outside s..t, or
+            # the slot 0 alone for the root's items (s = 0).
             if s > 0:
                 # S[h, s, t] = (+)_u C[h, s, u] + C[h, t, u + 1] for every common head h.
-                for k in range(ng):
-                    h = _outside(k, s, w)
+                for j in range(hptr[s], hptr[s + 1]):
+                    h = hidx[j]
+                    if s <= h <= t or keep[h, t] == 0:
+                        continue
                     v, _ = _reduce_row(-np.inf, C[h, s], C[h, t], s, t, 1, use_max)
                     S[h, s, t] = v
                     ST[h, t, s] = v
@@ -251,61 +258,76 @@ def _fill(theta, off, G, single, use_max, C, CT, I, S, ST):
             # or follows the previous one r, s < r < t:
             #   I[g, s, r] + S[s, r, t] + theta(s, r, t);
             # plus G[g, s, t].  S[s, r, t] = ST[s, t, r].  A single root keeps only "none".
-            o = off[s, t]
-            first = C[s, t, s + 1] + theta[o]
-            siblings = not (single and s == 0)
-            if siblings:
-                _right_siblings(b, ST, theta, o, s, t)
-            for k in range(ng):
-                g = 0 if s == 0 else _outside(k, s, w)
+            if keep[s, t]:
+                o = off[s, t]
+                first = C[s, t, s + 1] + theta[o]
+                siblings = not (single and s == 0)
                 if siblings:
-                    v, _ = _reduce_row(first, I[g, s], b, s + 1, t, 0, use_max)
+                    _right_siblings(b, ST, theta, o, s, t)
+                if s == 0:
+                    I[0, 0, t] = _reduce_row(first, I[0, 0], b, 1, t, 0, use_max)[0] if siblings else first
                 else:
-                    v = first
-                if s > 0:
-                    v += G[g, s, t]
-                I[g, s, t] = v
+                    for j in range(hptr[s], hptr[s + 1]):
+                        g = hidx[j]
+                        if s <= g <= t:
+                            continue
+                        v, _ = _reduce_row(first, I[g, s], b, s + 1, t, 0, use_max)
+                        I[g, s, t] = v + G[g, s, t]
             # I[g, t, s] (arc t -> s): s is t's first left modifier,
             #   C[t, s, t - 1] + theta(t, none, s),
             # or follows the previous one r, s < r < t:
             #   S[t, s, r] + I[g, t, r] + theta(t, r, s);
             # plus G[g, t, s].  The root has no head: nothing for s = 0.
-            if s > 0:
+            if s > 0 and keep[t, s]:
                 o = off[t, s]
                 first = C[t, s, t - 1] + theta[o]
                 _left_siblings(b, S, theta, o, s, t)
-                for k in range(ng):
-                    g = _outside(k, s, w)
+                for j in range(hptr[t], hptr[t + 1]):
+                    g = hidx[j]
+                    if s <= g <= t:
+                        continue
                     v, _ = _reduce_row(first, I[g, t], b, s + 1, t, 0, use_max)
                     I[g, t, s] = v + G[g, t, s]
             # C[g, s, t]: the last right modifier r of s with r's right half, whose head is s;
             # C[g, t, s]: the last left modifier r of t with r's left half.  C[s, r, t] = CT[s, t, r].
-            for k in range(ng):
-                g = 0 if s == 0 else _outside(k, s, w)
+            if s == 0:
+                v, _ = _reduce_row(-np.inf, I[0, 0], CT[0, t], 1, t + 1, 0, use_max)
+                C[0, 0, t] = v
+                CT[0, t, 0] = v
+                continue
+            for j in range(hptr[s], hptr[s + 1]):
+                g = hidx[j]
+                if s <= g <= t:
+                    continue
                 v, _ = _reduce_row(-np.inf, I[g, s], CT[s, t], s + 1, t + 1, 0, use_max)
                 C[g, s, t] = v
                 CT[g, t, s] = v
-                if s > 0:
-                    v, _ = _reduce_row(-np.inf, CT[t, s], I[g, t], s, t, 0, use_max)
-                    C[g, t, s] = v
-                    CT[g, s, t] = v
+            for j in range(hptr[t], hptr[t + 1]):
+                g = hidx[j]
+                if s <= g <= t:
+                    continue
+                v, _ = _reduce_row(-np.inf, CT[t, s], I[g, t], s, t, 0, use_max)
+                C[g, t, s] = v
+                CT[g, s, t] = v
     return C[0, 0, n]
 
 
 @numba.njit(cache=True)
-def _inside_kernel(theta, off, G, single):
-    """log Z over the tree space; theta (n_parts,), off (n + 1, n + 1) int64, G (n + 1,) * 3."""
+def _inside_kernel(theta, off, G, single, keep, hptr, hidx):
+    """log Z over the tree space; theta (n_parts,), off (n + 1, n + 1) int64, G (n + 1,) * 3; the kept arcs
+    as ``_fill`` takes them."""
     C, CT, I, S, ST = _charts(off.shape[0])
-    return _fill(theta, off, G, single, False, C, CT, I, S, ST)
+    return _fill(theta, off, G, single, False, C, CT, I, S, ST, keep, hptr, hidx)
 
 
 @numba.njit(cache=True)
-def _inside_outside_kernel(theta, off, G, single):
+def _inside_outside_kernel(theta, off, G, single, keep, hptr, hidx):
     """(log Z, mu_sib, mu_grand): the probability that a tree uses each part.
 
     mu_sib: (n_parts,) float64, laid out like theta; mu_grand: (n + 1,) * 3
     float64, laid out like G, 0 on the entries no tree uses.  The outside pass
-    is the reverse-mode derivative of the inside ``_fill``: the adjoint of an
+    is the reverse-mode derivative of the inside ``_fill`` (over the same kept
+    arcs and grandparents): the adjoint of an
     item is d log Z / d item, the probability that a tree uses it, so
     adjoints stay in linear space in [0, 1] and every term's share
     g * exp(term - item) has a non-positive exponent.  G[g, h, m] enters only
@@ -316,7 +338,7 @@ def _inside_outside_kernel(theta, off, G, single):
     n1 = off.shape[0]
     n = n1 - 1
     C, CT, I, S, ST = _charts(n1)
-    log_z = _fill(theta, off, G, single, False, C, CT, I, S, ST)
+    log_z = _fill(theta, off, G, single, False, C, CT, I, S, ST, keep, hptr, hidx)
     gtheta = np.zeros(theta.shape[0])
     # The adjoint of C[g, h, e] is gC[g, h, e] + gCT[g, e, h]; of S[h, s, t], gS[h, s, t] + gST[h, t, s].
     gI = np.zeros((n1, n1, n1))
@@ -335,28 +357,40 @@ def _inside_outside_kernel(theta, off, G, single):
     for w in range(n, 0, -1):
         for s in range(n1 - w):
             t = s + w
-            ng = 1 if s == 0 else n - w
             # C[g, t, s] = logsum_r CT[t, s, r] + I[g, t, r];  C[g, s, t] = logsum_r I[g, s, r] + CT[s, t, r]
-            for k in range(ng):
-                g = 0 if s == 0 else _outside(k, s, w)
-                if s > 0:
+            if s == 0:
+                a = gC[0, 0, t] + gCT[0, t, 0]
+                v = C[0, 0, t]
+                if a != 0.0 and v > -np.inf:
+                    _lse_row_adjoint(I[0, 0], CT[0, t], 1, t + 1, 0, -v, a, gI[0, 0], gCT[0, t])
+            else:
+                for j in range(hptr[t], hptr[t + 1]):
+                    g = hidx[j]
+                    if s <= g <= t:
+                        continue
                     a = gC[g, t, s] + gCT[g, s, t]
                     v = C[g, t, s]
                     if a != 0.0 and v > -np.inf:
                         _lse_row_adjoint(CT[t, s], I[g, t], s, t, 0, -v, a, gCT[t, s], gI[g, t])
-                a = gC[g, s, t] + gCT[g, t, s]
-                v = C[g, s, t]
-                if a != 0.0 and v > -np.inf:
-                    _lse_row_adjoint(I[g, s], CT[s, t], s + 1, t + 1, 0, -v, a, gI[g, s], gCT[s, t])
+                for j in range(hptr[s], hptr[s + 1]):
+                    g = hidx[j]
+                    if s <= g <= t:
+                        continue
+                    a = gC[g, s, t] + gCT[g, t, s]
+                    v = C[g, s, t]
+                    if a != 0.0 and v > -np.inf:
+                        _lse_row_adjoint(I[g, s], CT[s, t], s + 1, t + 1, 0, -v, a, gI[g, s], gCT[s, t])
             # I[g, t, s] = G[g, t, s] + (C[t, s, t - 1] + theta(t, none, s)
             #              (+) logsum_r S[t, s, r] + I[g, t, r] + theta(t, r, s))
-            if s > 0:
+            if s > 0 and keep[t, s]:
                 o = off[t, s]
                 first = C[t, s, t - 1] + theta[o]
                 _left_siblings(b, S, theta, o, s, t)
                 p_first = 0.0
-                for k in range(ng):
-                    g = _outside(k, s, w)
+                for j in range(hptr[t], hptr[t + 1]):
+                    g = hidx[j]
+                    if s <= g <= t:
+                        continue
                     a = gI[g, t, s]
                     v = I[g, t, s]
                     if a != 0.0 and v > -np.inf:
@@ -371,32 +405,38 @@ def _inside_outside_kernel(theta, off, G, single):
                     gb[r] = 0.0
             # I[g, s, t] = G[g, s, t] + (C[s, t, s + 1] + theta(s, none, t)
             #              (+) logsum_r I[g, s, r] + S[s, r, t] + theta(s, r, t))
-            o = off[s, t]
-            first = C[s, t, s + 1] + theta[o]
-            siblings = not (single and s == 0)
-            if siblings:
-                _right_siblings(b, ST, theta, o, s, t)
-            p_first = 0.0
-            for k in range(ng):
-                g = 0 if s == 0 else _outside(k, s, w)
-                a = gI[g, s, t]
-                v = I[g, s, t]
-                if a != 0.0 and v > -np.inf:
-                    c = (G[g, s, t] if s > 0 else 0.0) - v
-                    p_first += a * np.exp(first + c)
-                    if siblings:
-                        _lse_row_adjoint(I[g, s], b, s + 1, t, 0, c, a, gI[g, s], gb)
-            gC[s, t, s + 1] += p_first
-            gtheta[o] += p_first
-            if siblings:
-                for r in range(s + 1, t):
-                    gST[s, t, r] += gb[r]
-                    gtheta[o - s + r] += gb[r]
-                    gb[r] = 0.0
+            if keep[s, t]:
+                o = off[s, t]
+                first = C[s, t, s + 1] + theta[o]
+                siblings = not (single and s == 0)
+                if siblings:
+                    _right_siblings(b, ST, theta, o, s, t)
+                p_first = 0.0
+                nj = 1 if s == 0 else hptr[s + 1] - hptr[s]
+                for j in range(nj):
+                    g = 0 if s == 0 else hidx[hptr[s] + j]
+                    if s > 0 and s <= g <= t:
+                        continue
+                    a = gI[g, s, t]
+                    v = I[g, s, t]
+                    if a != 0.0 and v > -np.inf:
+                        c = (G[g, s, t] if s > 0 else 0.0) - v
+                        p_first += a * np.exp(first + c)
+                        if siblings:
+                            _lse_row_adjoint(I[g, s], b, s + 1, t, 0, c, a, gI[g, s], gb)
+                gC[s, t, s + 1] += p_first
+                gtheta[o] += p_first
+                if siblings:
+                    for r in range(s + 1, t):
+                        gST[s, t, r] += gb[r]
+                        gtheta[o - s + r] += gb[r]
+                        gb[r] = 0.0
             # S[h, s, t] = logsum_u C[h, s, u] + C[h, t, u + 1]
             if s > 0:
-                for k in range(ng):
-                    h = _outside(k, s, w)
+                for j in range(hptr[s], hptr[s + 1]):
+                    h = hidx[j]
+                    if s <= h <= t or keep[h, t] == 0:
+                        continue
                     a = gS[h, s, t] + gST[h, t, s]
                     v = S[h, s, t]
                     if a != 0.0 and v > -np.inf:
@@ -407,7 +447,7 @@ def _inside_outside_kernel(theta, off, G, single):
 
 
 @numba.njit(cache=True)
-def _argmax_kernel(theta, off, G, single):
+def _argmax_kernel(theta, off, G, single, keep, hptr, hidx):
     """(best score, heads) by the grand-sibling Eisner algorithm in the max-plus semiring.
 
     theta: (n_parts,) float64; off: (n + 1, n + 1) int64; G: (n + 1,) * 3
@@ -420,7 +460,7 @@ def _argmax_kernel(theta, off, G, single):
     n1 = off.shape[0]
     n = n1 - 1
     C, CT, I, S, ST = _charts(n1)
-    best = _fill(theta, off, G, single, True, C, CT, I, S, ST)
+    best = _fill(theta, off, G, single, True, C, CT, I, S, ST, keep, hptr, hidx)
     heads = np.full(n1, -1, dtype=np.int64)
     if best == -np.inf:
         return best, heads
@@ -543,37 +583,41 @@ def _check_grand(G: ArrayLike, size: int) -> NDArray[np.float64]:
     return float_scores(arr, "G")
 
 
-def _prepare(theta: ArrayLike, G: ArrayLike, size: int, root: str):
-    """(theta, off, G, single) validated for the kernels."""
+def _prepare(theta: ArrayLike, G: ArrayLike, size: int, root: str, keep: ArrayLike | None):
+    """(theta, off, G, single, keep, hptr, hidx) validated for the kernels."""
     single = is_single_root(root)
     arr, off = check_theta(theta, size)
-    return arr, off, _check_grand(G, off.shape[0]), single
+    return (arr, off, _check_grand(G, off.shape[0]), single, *check_keep(keep, off.shape[0]))
 
 
-def grand_argmax(theta: ArrayLike, G: ArrayLike, size: int, root: str = "multi") -> NDArray[np.int64]:
+def grand_argmax(theta: ArrayLike, G: ArrayLike, size: int, root: str = "multi", keep: ArrayLike | None = None
+                 ) -> NDArray[np.int64]:
     """Highest-scoring projective tree under sibling and grandparent parts (Koo and Collins 2010).
 
     ``G``: (size, size, size) grandparent-part scores G[g, h, m]; ``theta`` (the sibling-part scores),
     ``size``, ``root``, the result (heads, (size,) int64) and its ties and errors as for
-    :func:`~egnlp.parser.eisner_siblings.sibling_argmax`.
+    :func:`~egnlp.parser.eisner_siblings.sibling_argmax`.  ``keep`` ((size, size) [head, modifier], nonzero
+    on the arcs a tree may use; None: every arc) restricts the trees to the kept arcs: the chart then fills
+    only their items, for the kept heads of their heads (:mod:`egnlp.parser.cascade`).
     """
-    return solve(_argmax_kernel, _prepare(theta, G, size, root))[1]
+    return solve(_argmax_kernel, _prepare(theta, G, size, root, keep))[1]
 
 
-def grand_log_partition(theta: ArrayLike, G: ArrayLike, size: int, root: str = "multi") -> float:
+def grand_log_partition(theta: ArrayLike, G: ArrayLike, size: int, root: str = "multi",
+                        keep: ArrayLike | None = None) -> float:
     """log Z: log of the sum over the tree space of exp(tree score), in log space (-inf when every tree
     has score -inf); ``G`` as for :func:`grand_argmax`, the other arguments as for
-    :func:`~egnlp.parser.eisner_siblings.sibling_log_partition`."""
-    return float(_inside_kernel(*_prepare(theta, G, size, root)))
+    :func:`~egnlp.parser.eisner_siblings.sibling_log_partition`; ``keep`` as for :func:`grand_argmax`."""
+    return float(_inside_kernel(*_prepare(theta, G, size, root, keep)))
 
 
 def grand_marginals(
-    theta: ArrayLike, G: ArrayLike, size: int, root: str = "multi"
+    theta: ArrayLike, G: ArrayLike, size: int, root: str = "multi", keep: ArrayLike | None = None
 ) -> tuple[float, NDArray[np.float64], NDArray[np.float64]]:
     """Sibling-part and grandparent-part marginals by inside-outside over projective trees.
 
     The outside pass is the reverse-mode derivative of the inside chart.  Arguments as for
-    :func:`grand_argmax`.
+    :func:`grand_argmax` (``keep`` too: the parts of arcs not kept get 0).
 
     Returns:
         (log_z, mu_sib, mu_grand): log Z (as ``grand_log_partition``,
@@ -588,7 +632,7 @@ def grand_marginals(
     Raises:
         ValueError: invalid input, or every tree has score -inf.
     """
-    log_z, mu_sib, mu_grand = solve(_inside_outside_kernel, _prepare(theta, G, size, root),
+    log_z, mu_sib, mu_grand = solve(_inside_outside_kernel, _prepare(theta, G, size, root, keep),
                                     "; marginals are undefined")
     np.minimum(mu_sib, 1.0, out=mu_sib)
     np.minimum(mu_grand, 1.0, out=mu_grand)

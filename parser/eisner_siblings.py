@@ -76,6 +76,7 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from egnlp.parser.cascade import check_keep
 from egnlp.parser.eisner import complete_items, complete_items_adjoint, lse_pair_adjoint, reduce_split
 from egnlp.parser.tree_checks import check_tree, float_scores, is_single_root, solve
 
@@ -178,7 +179,18 @@ def _charts(n1):
 
 
 @numba.njit(cache=True)
-def _fill(theta, off, single, use_max, C, CT, I, S, ST, split_c, split_i, split_s):
+def _common_head(keep, hptr, hidx, s, t):
+    """Whether the words s < t have a kept head h outside s..t in common (so they may be adjacent
+    siblings)."""
+    for j in range(hptr[s], hptr[s + 1]):
+        h = hidx[j]
+        if (h < s or h > t) and keep[h, t]:
+            return True
+    return False
+
+
+@numba.njit(cache=True)
+def _fill(theta, off, single, use_max, C, CT, I, S, ST, split_c, split_i, split_s, keep, hptr, hidx):
     """Fill the charts of McDonald and Pereira (2006) in log space, sum-product or max-plus.
 
     theta: (n_parts,) float64 sibling-part scores; off: (n + 1, n + 1) int64
@@ -186,6 +198,10 @@ def _fill(theta, off, single, use_max, C, CT, I, S, ST, split_c, split_i, split_
     ``_charts``, overwritten.  With ``use_max`` the best split points go to
     ``split_c`` (of C[h, e]), ``split_i`` (of I[h, m]: the previous sibling,
     or -1 for none) and ``split_s`` (of S[s, t]), each (n + 1, n + 1) int64.
+    ``keep`` (n + 1, n + 1) uint8: the arcs [head, modifier] a tree may use;
+    ``hptr``, ``hidx``: the kept heads of each modifier (:func:`~egnlp.parser.cascade.check_keep`).
+    Only the incomplete items of kept arcs are filled, and the sibling items
+    S[s, t] of two words with a kept head in common; the others stay -inf.
     Returns log Z (or the best score) = C[0, n].
     """
     n1 = C.shape[0]
@@ -195,7 +211,7 @@ def _fill(theta, off, single, use_max, C, CT, I, S, ST, split_c, split_i, split_
             t = s + w
             # S[s, t] = (+)_{s <= u < t} C[s, u] + C[t, u + 1]: s's right half
             # meets t's left half.  The root is never a sibling: S[0, t] = -inf.
-            if s > 0:
+            if s > 0 and _common_head(keep, hptr, hidx, s, t):
                 v, r = reduce_split(C, s, C, t, s, t, 1, use_max)
                 S[s, t] = v
                 ST[t, s] = v
@@ -206,21 +222,22 @@ def _fill(theta, off, single, use_max, C, CT, I, S, ST, split_c, split_i, split_
             # or the previous one is r, s < r < t:
             #   I[s, r] + S[r, t] + theta(s, r, t),  part off[s, t] + r - s.
             # S[r, t] = ST[t, r].  A single root keeps only the "none" term.
-            o = off[s, t]
-            first = C[t, s + 1] + theta[o]
-            if single and s == 0:
-                v, r = first, -1
-            else:
-                v, r = _reduce_arc(first, I, s, ST, t, theta, o - s, 1, s + 1, t, use_max)
-            I[s, t] = v
-            if use_max:
-                split_i[s, t] = r
+            if keep[s, t]:
+                o = off[s, t]
+                first = C[t, s + 1] + theta[o]
+                if single and s == 0:
+                    v, r = first, -1
+                else:
+                    v, r = _reduce_arc(first, I, s, ST, t, theta, o - s, 1, s + 1, t, use_max)
+                I[s, t] = v
+                if use_max:
+                    split_i[s, t] = r
             # I[t, s] (arc t -> s, s < t): either s is t's first left modifier,
             #   C[s, t - 1] + C[t, t] + theta(t, none, s),
             # or the previous one is r, s < r < t:
             #   S[s, r] + I[t, r] + theta(t, r, s),  part off[t, s] + t - r.
             # The root has no head: I[t, 0] stays -inf.
-            if s > 0:
+            if s > 0 and keep[t, s]:
                 o = off[t, s]
                 first = C[s, t - 1] + theta[o]
                 v, r = _reduce_arc(first, S, s, I, t, theta, o + t, -1, s + 1, t, use_max)
@@ -233,16 +250,17 @@ def _fill(theta, off, single, use_max, C, CT, I, S, ST, split_c, split_i, split_
 
 
 @numba.njit(cache=True)
-def _inside_kernel(theta, off, single):
-    """log Z over the tree space; theta (n_parts,) float64, off (n + 1, n + 1) int64."""
+def _inside_kernel(theta, off, single, keep, hptr, hidx):
+    """log Z over the tree space; theta (n_parts,) float64, off (n + 1, n + 1) int64; the kept arcs as
+    ``_fill`` takes them."""
     n1 = off.shape[0]
     C, CT, I, S, ST = _charts(n1)
     no_split = np.empty((0, 0), dtype=np.int64)
-    return _fill(theta, off, single, False, C, CT, I, S, ST, no_split, no_split, no_split)
+    return _fill(theta, off, single, False, C, CT, I, S, ST, no_split, no_split, no_split, keep, hptr, hidx)
 
 
 @numba.njit(cache=True)
-def _inside_outside_kernel(theta, off, single):
+def _inside_outside_kernel(theta, off, single, keep, hptr, hidx):
     """(log Z, mu): mu (n_parts,) float64 with mu[k] = P(the tree uses part k).
 
     The outside pass is the reverse-mode derivative of the inside ``_fill``:
@@ -256,7 +274,7 @@ def _inside_outside_kernel(theta, off, single):
     n = n1 - 1
     C, CT, I, S, ST = _charts(n1)
     no_split = np.empty((0, 0), dtype=np.int64)
-    log_z = _fill(theta, off, single, False, C, CT, I, S, ST, no_split, no_split, no_split)
+    log_z = _fill(theta, off, single, False, C, CT, I, S, ST, no_split, no_split, no_split, keep, hptr, hidx)
     gtheta = np.zeros(theta.shape[0])
     if log_z == -np.inf:
         return log_z, gtheta
@@ -299,7 +317,7 @@ def _inside_outside_kernel(theta, off, single):
 
 
 @numba.njit(cache=True)
-def _argmax_kernel(theta, off, single):
+def _argmax_kernel(theta, off, single, keep, hptr, hidx):
     """(best score, heads) by the second-order Eisner algorithm in the max-plus semiring.
 
     theta: (n_parts,) float64; off: (n + 1, n + 1) int64.  heads: (n + 1,)
@@ -313,7 +331,7 @@ def _argmax_kernel(theta, off, single):
     split_c = np.zeros((n1, n1), dtype=np.int64)  # best r of C[h, e]
     split_i = np.zeros((n1, n1), dtype=np.int64)  # previous sibling of I[h, m], -1 for none
     split_s = np.zeros((n1, n1), dtype=np.int64)  # best u of S[s, t]
-    best = _fill(theta, off, single, True, C, CT, I, S, ST, split_c, split_i, split_s)
+    best = _fill(theta, off, single, True, C, CT, I, S, ST, split_c, split_i, split_s, keep, hptr, hidx)
 
     # Backtrack from C[0, n] with an explicit stack of (kind, a, b), kind 0:
     # C[a, b], 1: I[a, b], 2: S[a, b].  A derivation has n incomplete, at most
@@ -499,19 +517,23 @@ def check_theta(theta: ArrayLike, size: int) -> tuple[NDArray[np.float64], NDArr
     return float_scores(arr, "theta"), _offsets(size)
 
 
-def _prepare(theta: ArrayLike, size: int, root: str) -> tuple[NDArray[np.float64], NDArray[np.int64], bool]:
-    """(theta, off, single) validated for the kernels."""
+def _prepare(theta: ArrayLike, size: int, root: str, keep: ArrayLike | None = None) -> tuple:
+    """(theta, off, single, keep, hptr, hidx) validated for the kernels."""
     single = is_single_root(root)
-    return (*check_theta(theta, size), single)
+    arr, off = check_theta(theta, size)
+    return (arr, off, single, *check_keep(keep, off.shape[0]))
 
 
-def sibling_argmax(theta: ArrayLike, size: int, root: str = "multi") -> NDArray[np.int64]:
+def sibling_argmax(theta: ArrayLike, size: int, root: str = "multi", keep: ArrayLike | None = None
+                   ) -> NDArray[np.int64]:
     """Highest-scoring projective tree under sibling-part scores (McDonald and Pereira 2006).
 
     Args:
         theta: (n_sibling_parts(size),) part scores (see module docstring).
         size: n + 1, the number of positions (root and words).
         root: "multi" (any number of root children) or "single" (exactly one).
+        keep: (size, size) [head, modifier], nonzero on the arcs a tree may use (None: every arc); the
+            chart then fills only the items of kept arcs (:mod:`egnlp.parser.cascade`).
 
     Returns:
         heads: (size,) int64, heads[0] = -1.  Ties between trees are broken
@@ -520,10 +542,11 @@ def sibling_argmax(theta: ArrayLike, size: int, root: str = "multi") -> NDArray[
     Raises:
         ValueError: invalid input, or every tree has score -inf.
     """
-    return solve(_argmax_kernel, _prepare(theta, size, root))[1]
+    return solve(_argmax_kernel, _prepare(theta, size, root, keep))[1]
 
 
-def sibling_log_partition(theta: ArrayLike, size: int, root: str = "multi") -> float:
+def sibling_log_partition(theta: ArrayLike, size: int, root: str = "multi", keep: ArrayLike | None = None
+                          ) -> float:
     """log Z: log of the sum over the tree space of exp(tree score).
 
     Computed in log space, so scores of magnitude 1e3 and sentences of
@@ -534,12 +557,13 @@ def sibling_log_partition(theta: ArrayLike, size: int, root: str = "multi") -> f
         theta: (n_sibling_parts(size),) part scores.
         size: n + 1.
         root: "multi" or "single".
+        keep: the kept arcs, as for :func:`sibling_argmax`.
     """
-    return float(_inside_kernel(*_prepare(theta, size, root)))
+    return float(_inside_kernel(*_prepare(theta, size, root, keep)))
 
 
 def sibling_marginals(
-    theta: ArrayLike, size: int, root: str = "multi"
+    theta: ArrayLike, size: int, root: str = "multi", keep: ArrayLike | None = None
 ) -> tuple[float, NDArray[np.float64]]:
     """log Z and sibling-part marginals by inside-outside over projective trees.
 
@@ -549,6 +573,7 @@ def sibling_marginals(
         theta: (n_sibling_parts(size),) part scores.
         size: n + 1.
         root: "multi" or "single".
+        keep: the kept arcs, as for :func:`sibling_argmax` (the parts of the others get 0).
 
     Returns:
         (log_z, mu): mu is (n_sibling_parts(size),) float64, the probability
@@ -560,7 +585,7 @@ def sibling_marginals(
     Raises:
         ValueError: invalid input, or every tree has score -inf.
     """
-    log_z, mu = solve(_inside_outside_kernel, _prepare(theta, size, root), "; marginals are undefined")
+    log_z, mu = solve(_inside_outside_kernel, _prepare(theta, size, root, keep), "; marginals are undefined")
     # Rounding in exp(term - item) can overshoot 1 by ~1e-16 * |log Z|.
     np.minimum(mu, 1.0, out=mu)
     return float(log_z), mu

@@ -12,6 +12,9 @@ A model file is one ``.npz`` (numpy's zip of arrays, read with
   features follow the first-order ones);
 - ``grand_keys`` (uint64): also the grandparent templates' alphabet of a
   third-order parser (``order`` 3; their weights follow the sibling ones);
+- ``pruner_weights`` (float64, one per first-order feature): the first stage
+  of a pruned second- or third-order parser (a cascade; its ``threshold``
+  and ``top_k`` in the metadata's ``cascade``, :mod:`egnlp.parser.cascade`);
 - ``meta``: UTF-8 JSON bytes (uint8) with the format version, the model kind,
   the feature configuration, the tree space (and ``final_on_root``: whether
   final punctuation is decoded on the root's child), the labels, the dtype and shape
@@ -49,6 +52,7 @@ if TYPE_CHECKING:  # the higher-order modules load when a model uses them (a fir
     from nltk.parse import DependencyGraph
     from egnlp.features.grandparents import GrandFeaturizer
     from egnlp.features.siblings import SiblingFeaturizer
+    from egnlp.parser.cascade import ArcPruner
 
 FORMAT_VERSION = 3  # 2: tag columns by name, the arc labeler; 3: a checksum and the arrays' records
 MODEL_KIND = "egnlp-parser"
@@ -56,6 +60,7 @@ MODEL_KIND = "egnlp-parser"
 ARRAYS = {"weights": ("<f8", 1), "keys": ("<u8", 1), "codes": ("<i8", 1)}
 SIBLING_ARRAYS = {"sibling_keys": ("<u8", 1)}  # and those of a second-order parser
 GRAND_ARRAYS = {"grand_keys": ("<u8", 1)}  # and those of a third-order parser
+PRUNER_ARRAYS = {"pruner_weights": ("<f8", 1)}  # and those of a cascade's first stage
 FEATURE_SETTINGS = {"templates": str, "mode": str, "hash_bits": int, "use_lemma": bool, "use_feats": bool,
                     "tags": str}
 # The tag columns of a sentence (UPOS: CoNLL-X CPOSTAG; XPOS: POSTAG) that a model reading ``tags`` needs.
@@ -94,12 +99,17 @@ class Parser(NLTKBase):
     alphabet decodes without the arcs whose coarse tags no gold training arc joined in their direction
     at their distance or farther (:meth:`~egnlp.features.arc_featurizer.ArcFeaturizer.arc_scores`),
     and over every arc when that leaves no tree; off, it always decodes every arc.
+
+    ``pruner`` (second and third order; an :class:`~egnlp.parser.cascade.ArcPruner` over the same arc
+    features): the first stage of a cascade, whose first-order marginals keep each word's likeliest heads;
+    the higher-order charts decode over those arcs only (Koo and Collins 2010, Sec. 5).
     """
 
     def __init__(self, featurizer: ArcFeaturizer, weights: np.ndarray, root: str = "multi",
                  info: dict[str, Any] | None = None, labeler: ArcLabeler | None = None, tree: str = PROJECTIVE,
                  *, tagger: Any = None, siblings: SiblingFeaturizer | None = None,
-                 grand: GrandFeaturizer | None = None, final_on_root: bool = False, prune: bool = True):
+                 grand: GrandFeaturizer | None = None, final_on_root: bool = False, prune: bool = True,
+                 pruner: ArcPruner | None = None):
         check_root(root)
         self.space = tree_space(tree)
         if final_on_root:
@@ -108,6 +118,9 @@ class Parser(NLTKBase):
             raise ValueError("a second-order (sibling) parser predicts projective trees only")
         if grand is not None and siblings is None:
             raise ValueError("a third-order parser has sibling parts too")
+        if pruner is not None and (siblings is None or pruner.weights.shape != (featurizer.n_features,)):
+            raise ValueError("a cascade's pruner has one weight per arc feature, before a higher-order model")
+        self.pruner = pruner
         if not _sealed(weights):  # a read-only copy of the caller's array, unless it is sealed already
             weights = np.array(weights, dtype=np.float64, order="C")
         n_features = (featurizer.n_features + (siblings.n_features if siblings is not None else 0)
@@ -180,7 +193,10 @@ class Parser(NLTKBase):
         if self._arc_weights is None:
             self._arc_weights = self.featurizer.arc_weights(self.weights[:n_arc])
         arc_w = self._arc_weights
-        prune = self.prune and self.siblings is None
+        # a cascade's arcs are scored with the tag filter too: its pruner's masks hold none of the filtered
+        # arcs unless every arc was scored (then so is this sentence's, below)
+        prune = self.prune and (self.siblings is None or self.pruner is not None)
+        keeps = self.pruner.masks(self.featurizer, encoded) if self.pruner is not None else None
         for s, arc in enumerate(self.featurizer.block_arc_scores(encoded, arc_w, prune)):
             mu = None
             if self.siblings is None:
@@ -196,18 +212,21 @@ class Parser(NLTKBase):
             else:
                 from egnlp.parser.eisner_siblings import arc_marginals
                 size = arc.shape[0]
-                theta = self.siblings.scores(self.siblings.compile(encoded, s), arc, sib_w)
+                keep = next(keeps) if keeps is not None else None
+                if keep is not None and (arc[keep != 0] == -np.inf).any():  # the pruner decoded every arc
+                    arc = self.featurizer.arc_scores(encoded, s, arc_w)
+                theta = self.siblings.scores(self.siblings.compile(encoded, s, keep), arc, sib_w)
                 if self.grand is None:
                     from egnlp.parser.eisner_siblings import sibling_argmax, sibling_marginals
-                    heads = sibling_argmax(theta, size, self.root)
+                    heads = sibling_argmax(theta, size, self.root, keep)
                     if marginals:
-                        mu = arc_marginals(sibling_marginals(theta, size, self.root)[1], size)
+                        mu = arc_marginals(sibling_marginals(theta, size, self.root, keep)[1], size)
                 else:
                     from egnlp.parser.eisner_grandparents import grand_argmax, grand_marginals
-                    grand = self.grand.scores(self.grand.compile(encoded, s), grand_w)
-                    heads = grand_argmax(theta, grand, size, self.root)
+                    grand = self.grand.scores(self.grand.compile(encoded, s, keep), grand_w)
+                    heads = grand_argmax(theta, grand, size, self.root, keep)
                     if marginals:
-                        mu = arc_marginals(grand_marginals(theta, grand, size, self.root)[1], size)
+                        mu = arc_marginals(grand_marginals(theta, grand, size, self.root, keep)[1], size)
             yield heads, mu
 
     def _argmax(self, arc: np.ndarray, final: bool) -> np.ndarray:
@@ -435,6 +454,9 @@ class Parser(NLTKBase):
             from egnlp.features.grandparents import GRAND_TEMPLATES_VERSION
             meta.update(order=3, grand_templates=GRAND_TEMPLATES_VERSION)
             arrays["grand_keys"] = self.grand.keys
+        if self.pruner is not None:
+            meta["cascade"] = {"threshold": self.pruner.threshold, "top_k": self.pruner.top_k}
+            arrays["pruner_weights"] = self.pruner.weights
         if self.labeler is not None:
             arrays.update(self.labeler.arrays())
         return arrays, meta
@@ -491,8 +513,13 @@ class Parser(NLTKBase):
             if order == 3 and meta.get("grand_templates") != GRAND_TEMPLATES_VERSION:
                 raise ModelError(f"{path}: model uses grandparent templates {str(meta.get('grand_templates'))[:40]!r}, "
                                  f"this egnlp has {GRAND_TEMPLATES_VERSION!r}; retrain the model")
+            cascade = meta.get("cascade")
+            if cascade is not None and (order == 1 or not isinstance(cascade, dict)
+                                        or set(cascade) != {"threshold", "top_k"}):
+                raise ValueError(f"cascade {str(cascade)[:40]!r}")
             check_arrays({k: v for k, v in arrays.items() if not k.startswith("labeler_")},
-                         {**ARRAYS, **(SIBLING_ARRAYS if order >= 2 else {}), **(GRAND_ARRAYS if order == 3 else {})})
+                         {**ARRAYS, **(SIBLING_ARRAYS if order >= 2 else {}), **(GRAND_ARRAYS if order == 3 else {}),
+                          **(PRUNER_ARRAYS if cascade is not None else {})})
             check_weights(arrays["weights"])
             featurizer = ArcFeaturizer(features["mode"], features["hash_bits"] or 22,
                                        use_lemma=features["use_lemma"], use_feats=features["use_feats"],
@@ -507,8 +534,15 @@ class Parser(NLTKBase):
             weights = arrays["weights"]  # read from the file for this parser alone: sealed, not copied (7.6 MB on pt)
             if weights.base is None:
                 weights.flags.writeable = False
+            pruner = None
+            if cascade is not None:
+                from egnlp.parser.cascade import ArcPruner
+                check_weights(arrays["pruner_weights"])
+                if type(cascade["top_k"]) is not int or not isinstance(cascade["threshold"], (int, float)):
+                    raise ValueError(f"cascade {str(cascade)[:40]!r}")
+                pruner = ArcPruner(arrays["pruner_weights"], meta["root"], cascade["threshold"], cascade["top_k"])
             return cls(featurizer, weights, meta["root"], info, labeler, meta["tree"], tagger=tagger,
-                       siblings=siblings, grand=grand, final_on_root=final_on_root, prune=prune)
+                       siblings=siblings, grand=grand, final_on_root=final_on_root, prune=prune, pruner=pruner)
         except (KeyError, ValueError, TypeError) as exc:
             raise ModelError(f"{path}: inconsistent model file ({exc})") from None
 

@@ -193,12 +193,23 @@ class SiblingParsingProblem(ParsingProblem):
     with root constraint ``root``.  ``gold`` marks the part each word's gold arc uses (non-projective gold
     trees included, as :class:`ParsingProblem` keeps them); ``loss`` is the Hamming loss of the part's arc,
     so a tree's loss is its number of wrong heads, as in the first-order problem.  Both are
-    :class:`SentenceParts`, made from the gold heads a sentence at a time: nothing is stored per part."""
+    :class:`SentenceParts`, made from the gold heads a sentence at a time: nothing is stored per part.
+
+    ``keep`` (optional, one (size, size) mask [head, modifier] per sentence, the gold arcs among the kept):
+    the arcs a first-order pruner kept (:mod:`egnlp.parser.cascade`); the oracles then run over the trees of
+    kept arcs only, the charts filling only their items, and the parts of the other arcs get marginal 0
+    and are never in an argmax (the pruned part space, under the unchanged seam)."""
 
     PART_KIND = "sibling"
 
-    def __init__(self, features, heads_list, root: str = "multi"):
+    def __init__(self, features, heads_list, root: str = "multi", keep=None):
         super().__init__(features, heads_list, root, PROJECTIVE)
+        if keep is not None and len(keep) != len(heads_list):
+            raise ValueError("one mask of kept arcs per sentence is needed")
+        self.keep = keep
+
+    def _keep(self, i: int):
+        return None if self.keep is None else self.keep[i]
 
     _n_parts = staticmethod(n_sibling_parts)
 
@@ -217,13 +228,15 @@ class SiblingParsingProblem(ParsingProblem):
         return sibling_loss(self._heads[i], int(self.sizes[i]))
 
     def marginals(self, i: int, theta: np.ndarray) -> tuple[float, np.ndarray]:
-        return sibling_marginals(np.asarray(theta, dtype=np.float64), int(self.sizes[i]), self.root)
+        return sibling_marginals(np.asarray(theta, dtype=np.float64), int(self.sizes[i]), self.root, self._keep(i))
 
     def log_partition(self, i: int, theta: np.ndarray) -> float:
-        return sibling_log_partition(np.asarray(theta, dtype=np.float64), int(self.sizes[i]), self.root)
+        return sibling_log_partition(np.asarray(theta, dtype=np.float64), int(self.sizes[i]), self.root,
+                                     self._keep(i))
 
     def argmax(self, i: int, theta: np.ndarray) -> np.ndarray:
-        return sibling_indicator(sibling_argmax(np.asarray(theta, dtype=np.float64), int(self.sizes[i]), self.root))
+        return sibling_indicator(sibling_argmax(np.asarray(theta, dtype=np.float64), int(self.sizes[i]), self.root,
+                                                self._keep(i)))
 
 
 class GrandParsingProblem(SiblingParsingProblem):
@@ -259,14 +272,14 @@ class GrandParsingProblem(SiblingParsingProblem):
 
     def marginals(self, i: int, theta: np.ndarray) -> tuple[float, np.ndarray]:
         sib, grand, size = self._split(i, theta)
-        log_z, mu_sib, mu_grand = grand_marginals(sib, grand, size, self.root)
+        log_z, mu_sib, mu_grand = grand_marginals(sib, grand, size, self.root, self._keep(i))
         return log_z, np.concatenate([mu_sib, mu_grand.reshape(-1)])
 
     def log_partition(self, i: int, theta: np.ndarray) -> float:
         sib, grand, size = self._split(i, theta)
-        return grand_log_partition(sib, grand, size, self.root)
+        return grand_log_partition(sib, grand, size, self.root, self._keep(i))
 
     def argmax(self, i: int, theta: np.ndarray) -> np.ndarray:
         sib, grand, size = self._split(i, theta)
-        heads = grand_argmax(sib, grand, size, self.root)
+        heads = grand_argmax(sib, grand, size, self.root, self._keep(i))
         return np.concatenate([sibling_indicator(heads), grand_indicator(heads, size).reshape(-1)])

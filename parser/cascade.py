@@ -1,0 +1,162 @@
+"""Coarse-to-fine pruning of the arcs of higher-order parsing (Koo and Collins 2010, Sec. 5; Rush and
+Petrov 2012, "Vine pruning for efficient multi-pass dependency parsing").
+
+A first-order model gives every arc h -> m its marginal mu[h, m] (inside-outside over projective trees,
+:func:`~egnlp.parser.eisner.inside_outside`, or the matrix-tree theorem,
+:func:`~egnlp.parser.nonprojective.mtt_marginals`).  An arc is kept when its marginal is at least
+``threshold`` times that of the best head of its modifier, and among the ``top_k`` best heads of its
+modifier; the best head is always kept, so every word keeps one head at least.  The second- and
+third-order dynamic programs (:mod:`egnlp.parser.eisner_siblings`, :mod:`egnlp.parser.eisner_grandparents`)
+then fill only the items of kept arcs, so their work grows with the kept arcs.
+
+A mask ``keep`` is an (n + 1, n + 1) array indexed [head, modifier], nonzero on the kept arcs; column 0
+and the diagonal are never arcs.  During training the gold arcs are kept too (``gold``), and the
+pruner's oracle recall is the share of gold arcs that the mask keeps without that help.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numba
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+
+def prune_arcs(mu: ArrayLike, threshold: float, top_k: int, gold: ArrayLike | None = None) -> NDArray[np.uint8]:
+    """The kept arcs of first-order arc marginals ``mu`` ((n + 1, n + 1), [head, modifier]): (n + 1, n + 1)
+    uint8, 1 where ``mu[h, m] >= threshold * max_h' mu[h', m]`` and h is among the ``top_k`` best heads of m
+    (ties by the smaller head), the best head always.  ``gold`` (heads of words 1..n, optional): those arcs
+    are kept as well."""
+    arr = np.asarray(mu, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1] or arr.shape[0] < 2:
+        raise ValueError(f"mu must be an (n + 1, n + 1) array with n >= 1, got shape {arr.shape}")
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be in [0, 1], got {threshold!r}")
+    if top_k < 1:
+        raise ValueError(f"top_k must be at least 1, got {top_k!r}")
+    size = arr.shape[0]
+    scores = arr.copy()
+    scores[:, 0] = -np.inf
+    np.fill_diagonal(scores, -np.inf)
+    order = np.argsort(-scores[:, 1:], axis=0, kind="stable")  # heads of each modifier, best first
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.arange(size)[:, None], axis=0)
+    best = scores[order[0], np.arange(1, size)]
+    keep = np.zeros((size, size), dtype=np.uint8)
+    keep[:, 1:] = (ranks < top_k) & (scores[:, 1:] >= threshold * best[None, :]) & (scores[:, 1:] > -np.inf)
+    keep[order[0], np.arange(1, size)] = 1
+    if gold is not None:
+        keep[np.asarray(gold, dtype=np.int64), np.arange(1, size)] = 1
+    return keep
+
+
+def gold_recall(keep: ArrayLike, gold: ArrayLike) -> tuple[int, int]:
+    """(gold arcs kept, gold arcs) of a mask ``keep`` and gold heads of words 1..n."""
+    gold = np.asarray(gold, dtype=np.int64)
+    kept = np.asarray(keep)[gold, np.arange(1, gold.shape[0] + 1)] != 0
+    return int(kept.sum()), int(gold.shape[0])
+
+
+def kept_fraction(keep: ArrayLike) -> tuple[int, int]:
+    """(kept arcs, possible arcs n * n) of a mask ``keep`` of a sentence of n words."""
+    arr = np.asarray(keep)
+    n = arr.shape[0] - 1
+    inside = arr[:, 1:].astype(bool)
+    inside[np.arange(1, n + 1), np.arange(n)] = False  # the diagonal
+    return int(inside.sum()), n * n
+
+
+def check_keep(keep: ArrayLike | None, size: int) -> tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.int64]]:
+    """A mask for the kernels: (keep as C-contiguous uint8, hptr, hidx), the kept heads of each modifier m
+    being ``hidx[hptr[m]:hptr[m + 1]]`` in increasing order.  None keeps every arc."""
+    if keep is None:
+        arr = np.ones((size, size), dtype=np.uint8)
+    else:
+        arr = np.asarray(keep)
+        if arr.shape != (size, size):
+            raise ValueError(f"keep must have shape ({size}, {size}), got {arr.shape}")
+        arr = np.ascontiguousarray(arr != 0, dtype=np.uint8)
+    return (arr, *_kept_heads(arr))
+
+
+@numba.njit(cache=True)
+def _kept_heads(keep):
+    """(hptr, hidx): the kept heads h != m of each modifier m >= 1, in increasing order (none for m = 0)."""
+    n1 = keep.shape[0]
+    hptr = np.zeros(n1 + 1, dtype=np.int64)
+    for m in range(1, n1):
+        c = 0
+        for h in range(n1):
+            if h != m and keep[h, m]:
+                c += 1
+        hptr[m + 1] = hptr[m] + c
+    hidx = np.empty(hptr[n1], dtype=np.int64)
+    for m in range(1, n1):
+        c = hptr[m]
+        for h in range(n1):
+            if h != m and keep[h, m]:
+                hidx[c] = h
+                c += 1
+    return hptr, hidx
+
+
+#: The thresholds :func:`choose_threshold` tries, the most pruning first.
+THRESHOLDS = (0.3, 0.1, 0.03, 0.01, 0.003, 0.001, 0.0003, 0.0001)
+
+
+class ArcPruner:
+    """The first stage of a cascade: first-order arc weights ``weights`` (over the features of an
+    :class:`~egnlp.features.arc_featurizer.ArcFeaturizer`) whose projective arc marginals (root constraint
+    ``root``) prune the arcs of every sentence by ``threshold`` and ``top_k`` (:func:`prune_arcs`)."""
+
+    def __init__(self, weights: np.ndarray, root: str, threshold: float, top_k: int):
+        self.weights = np.array(weights, dtype=np.float64, order="C")
+        self.weights.setflags(write=False)
+        self.root = root
+        self.threshold = float(threshold)
+        self.top_k = int(top_k)
+        prune_arcs(np.ones((2, 2)), self.threshold, self.top_k)  # checks both
+        self._arc_weights = None
+
+    def marginals(self, featurizer, encoded) -> Iterator[np.ndarray]:
+        """The first-order arc marginals (n + 1, n + 1) of every sentence of ``encoded``, over the arcs the
+        featurizer's tag filter keeps (every arc when that leaves no projective tree)."""
+        from egnlp.parser.trees import PROJECTIVE, tree_space
+
+        from egnlp.parser.tree_checks import NoTreeError
+
+        if self._arc_weights is None:
+            self._arc_weights = featurizer.arc_weights(self.weights)
+        space = tree_space(PROJECTIVE)
+        for s, arc in enumerate(featurizer.block_arc_scores(encoded, self._arc_weights, True)):
+            try:
+                yield space.marginals(arc, root=self.root)[1]
+            except NoTreeError:
+                yield space.marginals(featurizer.arc_scores(encoded, s, self._arc_weights), root=self.root)[1]
+
+    def masks(self, featurizer, encoded, gold: Sequence | None = None) -> Iterator[np.ndarray]:
+        """The kept arcs of every sentence of ``encoded`` (:func:`prune_arcs`); with ``gold`` (heads of words
+        1..n of each sentence), the gold arcs too."""
+        for s, mu in enumerate(self.marginals(featurizer, encoded)):
+            yield prune_arcs(mu, self.threshold, self.top_k, None if gold is None else gold[s])
+
+
+def choose_threshold(marginals: Sequence[np.ndarray], gold: Sequence, top_k: int, recall: float,
+                     thresholds: Sequence[float] = THRESHOLDS) -> tuple[float, list[dict]]:
+    """The largest of ``thresholds`` whose masks (with ``top_k``) keep at least ``recall`` of the gold arcs of
+    the sentences whose first-order arc marginals are ``marginals``, or when no threshold does (``top_k``
+    bounds the recall), the largest with the best recall of all; and a row per threshold tried: threshold,
+    recall, kept (the share of possible arcs kept)."""
+    rows = []
+    for threshold in sorted(thresholds, reverse=True):
+        kept = total = arcs = possible = 0
+        for mu, heads in zip(marginals, gold):
+            keep = prune_arcs(mu, threshold, top_k)
+            a, b = gold_recall(keep, heads)
+            c, d = kept_fraction(keep)
+            kept, total, arcs, possible = kept + a, total + b, arcs + c, possible + d
+        rows.append({"threshold": threshold, "recall": kept / max(total, 1), "kept": arcs / max(possible, 1)})
+    target = min(recall, max(r["recall"] for r in rows))
+    chosen = next(r["threshold"] for r in rows if r["recall"] >= target)
+    return chosen, rows

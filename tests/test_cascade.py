@@ -1,0 +1,253 @@
+"""Coarse-to-fine pruning (parser.cascade) and the second- and third-order charts over the kept arcs only.
+
+The pruned charts are checked against enumeration of the projective trees that use kept arcs only (scored
+through ``tree_parts`` and ``grand_parts``), against the unpruned charts given -inf on every part of a
+pruned arc, and, with nothing pruned, against the unpruned charts bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from egnlp.parser.cascade import choose_threshold, gold_recall, kept_fraction, prune_arcs
+from egnlp.parser.eisner_grandparents import grand_argmax, grand_log_partition, grand_marginals, grand_parts
+from egnlp.parser.eisner_siblings import (n_sibling_parts, sibling_argmax, sibling_log_partition, sibling_marginals,
+                                          sibling_offsets, tree_parts)
+
+from tree_space_checks import ROOTS, projective_trees, random_tree
+
+
+def naive_keep(mu: np.ndarray, threshold: float, top_k: int, gold=None) -> np.ndarray:
+    """The definition of prune_arcs, one modifier at a time."""
+    size = mu.shape[0]
+    keep = np.zeros((size, size), dtype=np.uint8)
+    for m in range(1, size):
+        heads = [h for h in range(size) if h != m]
+        ranked = sorted(heads, key=lambda h: (-mu[h, m], h))
+        best = mu[ranked[0], m]
+        for rank, h in enumerate(ranked):
+            if rank == 0 or (rank < top_k and mu[h, m] >= threshold * best):
+                keep[h, m] = 1
+        if gold is not None:
+            keep[gold[m - 1], m] = 1
+    return keep
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_prune_arcs_matches_its_definition_and_recall_counts_gold_arcs(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 12))
+    mu = rng.random((n + 1, n + 1)) ** 3
+    if seed % 2:
+        mu = np.round(mu, 1)  # ties
+    gold = random_tree(rng, n)[1:]
+    for threshold, top_k in ((0.0, 100), (0.1, 3), (0.5, 2), (1.0, 1)):
+        keep = prune_arcs(mu, threshold, top_k)
+        np.testing.assert_array_equal(keep, naive_keep(mu, threshold, top_k))
+        assert (keep[:, 1:].sum(axis=0) >= 1).all() and (keep[:, 1:].sum(axis=0) <= max(top_k, 1)).all()
+        kept, total = gold_recall(keep, gold)
+        assert total == n and kept == sum(int(keep[gold[m - 1], m]) for m in range(1, n + 1))
+        arcs, possible = kept_fraction(keep)
+        assert possible == n * n and arcs == sum(int(keep[h, m]) for m in range(1, n + 1) for h in range(n + 1)
+                                                 if h != m)
+        with_gold = prune_arcs(mu, threshold, top_k, gold)
+        np.testing.assert_array_equal(with_gold, naive_keep(mu, threshold, top_k, gold))
+        assert gold_recall(with_gold, gold) == (n, n)
+    assert kept_fraction(prune_arcs(mu, 0.0, n + 1)) == (n * n, n * n)
+
+
+def sibling_masked(theta: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """theta with -inf on every sibling part of an arc that ``keep`` rules out."""
+    size = keep.shape[0]
+    off = sibling_offsets(size)
+    out = theta.copy()
+    for h in range(size):
+        for m in range(1, size):
+            if h != m and not keep[h, m]:
+                out[off[h, m]:off[h, m] + abs(h - m)] = -np.inf
+    return out
+
+
+def random_keep(rng: np.random.Generator, n: int, root: str) -> np.ndarray:
+    """A random mask that keeps about half the arcs and the arcs of one projective tree of the space."""
+    keep = (rng.random((n + 1, n + 1)) < 0.45).astype(np.uint8)
+    trees = projective_trees(n, root)
+    tree = trees[rng.integers(len(trees))]
+    keep[tree[1:], np.arange(1, n + 1)] = 1
+    keep[:, 0] = 0
+    np.fill_diagonal(keep, 0)
+    return keep
+
+
+def kept_trees(n: int, root: str, keep: np.ndarray) -> np.ndarray:
+    trees = projective_trees(n, root)
+    return trees[keep[trees[:, 1:], np.arange(1, n + 1)].all(axis=1)]
+
+
+def brute(theta: np.ndarray, G: np.ndarray | None, trees: np.ndarray) -> tuple[float, float, np.ndarray, np.ndarray]:
+    """(best score, log Z, sibling-part marginals, grandparent marginals) over ``trees`` by enumeration."""
+    size = trees.shape[1]
+    scores = np.array([theta[tree_parts(t)].sum() + (0.0 if G is None else G[tuple(grand_parts(t).T)].sum())
+                       for t in trees])
+    log_z = float(logsumexp(scores))
+    p = np.exp(scores - log_z)
+    mu = np.zeros_like(theta)
+    mu_g = np.zeros((size,) * 3)
+    for k, t in enumerate(trees):
+        mu[tree_parts(t)] += p[k]
+        if G is not None:
+            mu_g[tuple(grand_parts(t).T)] += p[k]
+    return float(scores.max()), log_z, mu, mu_g
+
+
+@pytest.mark.parametrize("root", ROOTS)
+@pytest.mark.parametrize("n", [1, 2, 4, 6])
+def test_pruned_charts_match_enumeration_over_the_kept_arcs(n, root):
+    rng = np.random.default_rng(10 * n + len(root))
+    size = n + 1
+    for _ in range(4):
+        keep = random_keep(rng, n, root)
+        trees = kept_trees(n, root, keep)
+        theta = rng.normal(scale=2.0, size=n_sibling_parts(size))
+        G = rng.normal(scale=2.0, size=(size,) * 3)
+        best, log_z, mu, _ = brute(theta, None, trees)
+        heads = sibling_argmax(theta, size, root, keep)
+        assert any((heads == t).all() for t in trees)
+        assert theta[tree_parts(heads)].sum() == pytest.approx(best, abs=1e-9)
+        assert sibling_log_partition(theta, size, root, keep) == pytest.approx(log_z, abs=1e-9)
+        z, got = sibling_marginals(theta, size, root, keep)
+        assert z == pytest.approx(log_z, abs=1e-9)
+        np.testing.assert_allclose(got, mu, atol=1e-10)
+        best, log_z, mu, mu_g = brute(theta, G, trees)
+        heads = grand_argmax(theta, G, size, root, keep)
+        assert any((heads == t).all() for t in trees)
+        assert theta[tree_parts(heads)].sum() + G[tuple(grand_parts(heads).T)].sum() == pytest.approx(best, abs=1e-9)
+        assert grand_log_partition(theta, G, size, root, keep) == pytest.approx(log_z, abs=1e-9)
+        z, got, got_g = grand_marginals(theta, G, size, root, keep)
+        assert z == pytest.approx(log_z, abs=1e-9)
+        np.testing.assert_allclose(got, mu, atol=1e-10)
+        np.testing.assert_allclose(got_g, mu_g, atol=1e-10)
+
+
+@pytest.mark.parametrize("root", ROOTS)
+def test_nothing_pruned_is_the_unpruned_chart_bit_for_bit(root):
+    rng = np.random.default_rng(3)
+    for n in (1, 3, 9, 17):
+        size = n + 1
+        theta = rng.normal(scale=3.0, size=n_sibling_parts(size))
+        G = rng.normal(scale=3.0, size=(size,) * 3)
+        every = np.ones((size, size), dtype=bool)
+        np.testing.assert_array_equal(sibling_argmax(theta, size, root, every), sibling_argmax(theta, size, root))
+        assert sibling_log_partition(theta, size, root, every) == sibling_log_partition(theta, size, root)
+        for a, b in zip(sibling_marginals(theta, size, root, every), sibling_marginals(theta, size, root)):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(grand_argmax(theta, G, size, root, every), grand_argmax(theta, G, size, root))
+        assert grand_log_partition(theta, G, size, root, every) == grand_log_partition(theta, G, size, root)
+        for a, b in zip(grand_marginals(theta, G, size, root, every), grand_marginals(theta, G, size, root)):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("root", ROOTS)
+def test_pruned_charts_match_the_unpruned_ones_with_pruned_parts_forbidden_on_long_sentences(root):
+    """Top-3 pruning of random marginals on a 30-word sentence: the same trees, log Z and marginals as the
+    unpruned charts with -inf on every part of a pruned arc."""
+    rng = np.random.default_rng(7)
+    n = 30
+    size = n + 1
+    gold = random_tree(rng, n)
+    mu = rng.random((size, size)) ** 4
+    keep = prune_arcs(mu, 0.01, 3, gold[1:])
+    chain = np.arange(size) - 1  # a projective tree of every space: each word headed by its left neighbour
+    keep[chain[1:], np.arange(1, size)] = 1
+    theta = rng.normal(scale=2.0, size=n_sibling_parts(size))
+    G = rng.normal(scale=2.0, size=(size,) * 3)
+    masked = sibling_masked(theta, keep)
+    np.testing.assert_array_equal(sibling_argmax(theta, size, root, keep), sibling_argmax(masked, size, root))
+    z, mu_p = sibling_marginals(theta, size, root, keep)
+    z_m, mu_m = sibling_marginals(masked, size, root)
+    assert z == pytest.approx(z_m, rel=1e-12)
+    np.testing.assert_allclose(mu_p, mu_m, atol=1e-12)
+    np.testing.assert_array_equal(grand_argmax(theta, G, size, root, keep), grand_argmax(masked, G, size, root))
+    z, mu_p, g_p = grand_marginals(theta, G, size, root, keep)
+    z_m, mu_m, g_m = grand_marginals(masked, G, size, root)
+    assert z == pytest.approx(z_m, rel=1e-12)
+    np.testing.assert_allclose(mu_p, mu_m, atol=1e-12)
+    np.testing.assert_allclose(g_p, g_m, atol=1e-12)
+
+
+def test_bad_masks_are_refused():
+    theta = np.zeros(n_sibling_parts(4))
+    with pytest.raises(ValueError, match="keep must have shape"):
+        sibling_argmax(theta, 4, "multi", np.ones((3, 3)))
+    with pytest.raises(ValueError, match="threshold"):
+        prune_arcs(np.ones((3, 3)), 1.5, 2)
+    with pytest.raises(ValueError, match="top_k"):
+        prune_arcs(np.ones((3, 3)), 0.5, 0)
+
+
+def test_choose_threshold_takes_the_largest_that_reaches_the_recall():
+    rng = np.random.default_rng(5)
+    mus, golds = [], []
+    for _ in range(20):
+        n = int(rng.integers(2, 15))
+        gold = random_tree(rng, n)[1:]
+        mu = rng.random((n + 1, n + 1)) ** 6
+        mu[gold, np.arange(1, n + 1)] += rng.random(n)
+        mus.append(mu)
+        golds.append(gold)
+    thresholds = (0.5, 0.1, 0.01, 0.0)
+    _, rows = choose_threshold(mus, golds, 100, 1.0, thresholds)
+    for row in rows:  # by hand
+        masks = [prune_arcs(mu, row["threshold"], 100) for mu in mus]
+        assert row["recall"] == sum(gold_recall(k, g)[0] for k, g in zip(masks, golds)) / sum(map(len, golds))
+        assert row["kept"] == sum(kept_fraction(k)[0] for k in masks) / sum(kept_fraction(k)[1] for k in masks)
+    assert [r["threshold"] for r in rows] == [0.5, 0.1, 0.01, 0.0] and rows[-1]["recall"] == 1.0
+    for want in (0.0, rows[1]["recall"], 1.0):
+        chosen, _ = choose_threshold(mus, golds, 100, want, thresholds)
+        assert chosen == next(r["threshold"] for r in rows if r["recall"] >= want)
+    capped, rows = choose_threshold(mus, golds, 1, 1.0, thresholds)  # one head each: recall below 1 everywhere
+    assert max(r["recall"] for r in rows) < 1.0 and capped == 0.5
+
+
+@pytest.mark.parametrize("order", ["siblings", "grandparents"])
+def test_cascade_trains_saves_loads_and_decodes_over_its_masks(order, es_train, tmp_path):
+    """``train_parser(cascade=True)``: the pruner's masks of the training sentences keep every gold arc, the
+    model decodes each sentence as the chart over the pruner's mask does, and its file keeps the cascade
+    (saved, loaded, parsed the same; a file with a mangled cascade is refused)."""
+    from egnlp.base.files import ModelError, read_npz, write_npz_atomic
+    from egnlp.corpora import load_dataset
+    from egnlp.parser.parser_model import FORMAT_VERSION, MODEL_KIND, Parser
+    from egnlp.parser_training import train_parser
+
+    train = [s for s in es_train if len(s) <= 25][:60]
+    dev = load_dataset("es", "dev")[:12]
+    parser, _ = train_parser(train, root="single", max_passes=2, cascade=True, cascade_top_k=4, **{order: True})
+    info = parser.info["cascade"]
+    assert parser.pruner is not None and parser.pruner.top_k == 4
+    assert info["threshold"] == parser.pruner.threshold and info["tuning_sentences"] == 6
+    assert 0.0 < info["train_kept"] < 1.0 and 0.0 < info["train_recall"] <= 1.0
+    f = parser.featurizer
+    masks = list(parser.pruner.masks(f, f.encode(dev)))
+    for mask in masks:
+        assert (mask[:, 1:].sum(axis=0) <= 4).all()
+    unpruned = parser.pruner
+    parser.pruner = None
+    free = parser.predict_heads(dev)
+    parser.pruner = unpruned
+    heads = parser.predict_heads(dev)
+    for h, mask in zip(heads, masks):
+        assert all(mask[head, m] for m, head in enumerate(h, start=1))
+    assert any(a != b for a, b in zip(heads, free)) or all(m[:, 1:].all() for m in masks)
+    path = tmp_path / "m.npz"
+    parser.save(path)
+    loaded = Parser.load(path)
+    assert loaded.pruner.threshold == parser.pruner.threshold and loaded.predict(dev) == parser.predict(dev)
+    arrays, meta = read_npz(path, MODEL_KIND, FORMAT_VERSION)
+    for bad_arrays, bad_meta in (({k: v for k, v in arrays.items() if k != "pruner_weights"}, meta),
+                                 (arrays, {**meta, "cascade": {"threshold": 0.1}}),
+                                 ({**arrays, "pruner_weights": arrays["pruner_weights"][:-1].copy()}, meta)):
+        write_npz_atomic(tmp_path / "bad.npz", bad_arrays, bad_meta)
+        with pytest.raises(ModelError):
+            Parser.load(tmp_path / "bad.npz")
