@@ -7,7 +7,8 @@ For each UD treebank (``pt_bosque``, ``nl_alpino`` in ``$EGNLP_UD_DIR``):
   ``# newdoc`` (:func:`raw_text`);
 - egnlp, trained on ``*-ud-test.conllu``: ``egnlp pipeline train FILE
   --language L --out M`` (a tokenizer, a multiword-token expander where the
-  file has ranges, a tagger for each tag column the file fills, a parser),
+  file has ranges, a UPOS tagger and a joint UPOS/XPOS/FEATS tagger, a
+  lemmatizer, a parser trained on their jackknifed predictions),
   then ``egnlp pipeline run M TEXT --jobs 1``;
 - UDPipe 1 (``ufal.udpipe``, installed by hand): one model with all its
   defaults (tokenizer, tagger with lemmas and features, parser) trained on
@@ -47,7 +48,7 @@ from procs import egnlp, log, run
 TREEBANKS = {"pt_bosque": "pt", "nl_alpino": "nl"}
 METRICS = ("Tokens", "Sentences", "Words", "UPOS", "XPOS", "UFeats", "AllTags", "Lemmas", "UAS", "LAS", "CLAS",
            "MLAS", "BLEX")
-HEADLINE_METRICS = ("Tokens", "Sentences", "Words", "UPOS", "XPOS", "UAS", "LAS", "CLAS")
+HEADLINE_METRICS = ("Tokens", "Sentences", "Words", "UPOS", "UFeats", "Lemmas", "UAS", "LAS", "MLAS", "BLEX")
 # UDPipe 1.4 as the shared data's README reports it (one model, all defaults, trained on *-test, run on the raw
 # text of *-dev): quoted when ufal.udpipe cannot be installed here.
 QUOTED_UDPIPE = {
@@ -254,8 +255,9 @@ def intro(results: dict[str, dict], udpipe_version: str | None) -> str:
     text = ("Raw text of each `*-ud-dev.conllu` (its `# text` lines; the sentences of a paragraph joined by one "
             "space, a blank line at each `# newpar` or `# newdoc`) to CoNLL-U, scored against the dev file by "
             "`udeval -v` (the CoNLL 2018 shared task's scorer: F1 in %). egnlp: one pipeline (a tokenizer and "
-            "sentence splitter, a multiword-token expander where the file has ranges, a tagger for each tag "
-            f"column the file fills, a parser) trained on `*-ud-test.conllu` with the defaults ({commands}); "
+            "sentence splitter, a multiword-token expander where the file has ranges, a UPOS tagger and a joint "
+            "UPOS/XPOS/FEATS tagger, a lemmatizer, a parser trained on their predictions for five parts of the "
+            f"file) trained on `*-ud-test.conllu` with the defaults ({commands}); "
             f"its outputs (from raw text and from gold tokens) checked by `udvalidate --level 2` ({valid}).")
     if measured:
         text += (f" UDPipe {udpipe_version} (`ufal.udpipe`), measured in the same run: one model trained by "
