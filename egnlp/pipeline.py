@@ -130,8 +130,8 @@ def _taggers_by_column(taggers: "Tagger | Sequence[Tagger]") -> dict[str, Tagger
             raise InputError(f"a tagger must be an egnlp Tagger, not {type(tagger).__name__}")
         reads = tagger.input_column
         if tagger.column not in COLUMN_NAMES or reads not in (None, "upos"):
-            raise InputError(f"the tagger must be a POS or morphology tagger reading words (or UPOS), not a "
-                             f"{tagger.column} model" + (" reading POS tags" if reads == "pos" else ""))
+            raise InputError(f"the tagger must be a POS tagger (or a morphology tagger reading words or UPOS), "
+                             f"not a {tagger.column} model" + (" reading POS tags" if reads == "pos" else ""))
         if reads == "upos" and "upos" not in filled_columns(out):
             raise InputError(f"the {COLUMN_NAMES[tagger.column]} tagger reads UPOS tags: give a UPOS tagger too")
         filled = filled_columns(out) & set(FILLS[tagger.column])
