@@ -287,6 +287,7 @@ def format_info(info: dict[str, Any]) -> str:
     rows += [("kind", f"pipeline, format version {info['format_version']}"), ("language", info["language"]),
              ("stages", ", ".join(info["components"])),
              ("tokenizer", str(training.get("tokenizer", "not recorded"))),
+             *([("parser input", str(training["parser_columns"]))] if "parser_columns" in training else []),
              ("training data", f"{training.get('data') or 'not recorded'}, {_number(training.get('sentences'))} "
               f"sentences; {sum(cpu.values()):.1f} CPU s")]
     return _aligned(rows) + "".join(f"\n{name}:\n" + _aligned(_rows(stage), "  ")

@@ -55,11 +55,12 @@ from egnlp.training.records import Callback
 __all__ = ["JACKKNIFE_FOLDS", "PIPELINE_PARSER", "STAGES", "filled_in", "jackknifed", "parser_of_order",
            "pipeline_columns", "train_pipeline"]
 
-# The pipeline's parser by default: second order (McDonald and Pereira 2006). From the raw text of
-# pt_bosque dev it scores LAS 73.79 against 73.16 for first order and 75.10 for third order (Koo and
-# Collins 2010), but the third-order parse takes 8.6 CPU s there against 3.3 s: the default keeps the
-# pipeline's run within UDPipe 1's CPU (8.6 s) with room to spare. 'pipeline train --order 3' picks it.
-PIPELINE_PARSER = ParserSettings(siblings=True)
+# The pipeline's parser by default: third order (Koo and Collins 2010) pruned by a first-order model's
+# arc marginals (parser/cascade.py). From the raw text of pt_bosque dev, trained on test with jackknifed
+# columns, it scores LAS 75.59 and MLAS 56.67 against 74.87 and 55.96 for the second-order parser
+# (McDonald and Pereira 2006), and the pipeline runs in 5.5 CPU s against 4.6 s (UDPipe 1: 8.6 s).
+# 'pipeline train --order 2' or '--order 1' picks a smaller model.
+PIPELINE_PARSER = ParserSettings(grandparents=True, cascade=True)
 # The parser's --pos setting for the tag columns the pipeline's taggers fill.
 _PARSER_TAGS = {frozenset({"upos"}): "upos", frozenset({"pos"}): "xpos", frozenset({"upos", "pos"}): "both"}
 # A lemmatizer's name of each corpus column the taggers fill.
@@ -68,8 +69,9 @@ _INDEX = {"upos": CPOS, "pos": POS, "feats": FEATS, "lemma": LEMMA}
 
 
 def parser_of_order(order: int) -> ParserSettings:
-    """The default parser settings of a first-, second- or third-order model (``pipeline train --order``)."""
-    return ParserSettings(siblings=order == 2, grandparents=order == 3)
+    """The default parser settings of a first-, second- or third-order model (``pipeline train --order``); the
+    third-order one pruned by a first-order cascade (:data:`PIPELINE_PARSER`)."""
+    return PIPELINE_PARSER if order == 3 else ParserSettings(siblings=order == 2)
 
 
 def filled_in(sentences: Sequence[Sentence]) -> set[str]:
@@ -268,6 +270,9 @@ def train_pipeline(train: Sequence[Sentence], dev: Sequence[Sentence] | None = N
     if tagging.lemmas:
         begin("lemmatizer", "lemmatizer", False)
         lemmatizer = tagging.train_lemmatizer(train, dev)
+        tuned = lemmatizer.info["settings"]  # the folds' lemmatizers take the settings tuned on the whole file
+        tagging.lemmatizer_settings = dataclasses.replace(
+            tagging.lemmatizer_settings, **{k: tuned[k] for k in ("C", "form_backoff", "known_ratio")})
         end("lemmatizer")
     if "parser" in stages:
         keep = filled | ({"lemma"} if tagging.lemmas else set())

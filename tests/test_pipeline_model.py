@@ -174,6 +174,7 @@ def test_cli_trains_runs_and_refuses(nl: Pipeline, tmp_path: Path) -> None:
     assert_ok(info)
     assert "pipeline, format version 1" in info.stdout and "\nparser:\n  kind" in info.stdout
     assert "tokenizer, UPOS tagger, joint UPOS/XPOS/FEATS tagger, lemmatizer, parser\n" in info.stdout
+    assert "parser input   predicted by the pipeline's stages, jackknifed on 5 folds\n" in info.stdout
     described = json.loads(run("model", "info", model, "--json").stdout)
     assert described["kind"] == "pipeline" and list(described["stages"]) == [
         "UPOS tagger", "joint UPOS/XPOS/FEATS tagger", "lemmatizer", "parser"]

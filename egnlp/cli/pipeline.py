@@ -57,9 +57,9 @@ def pipeline_train(train: Annotated[str, typer.Argument(metavar="TRAIN", help="C
                                                         "tag columns it fills decide the taggers.")],
                    out: ModelOut, dev: DevOption = None, language: LanguageOption = "english",
                    order: Annotated[ParserOrder, typer.Option("--order", help="The parser's order: 1 (arcs), 2 "
-                                                              "(siblings) or 3 (grandparents: the most accurate, "
-                                                              "parsing about 2.5x as long as order 2).")
-                                    ] = ParserOrder.second,
+                                                              "(siblings) or 3 (grandparents, pruned by a first-"
+                                                              "order model: the most accurate).")
+                                    ] = ParserOrder.third,
                    stages: StagesOption = ",".join(STAGES), folds: FoldsOption = JACKKNIFE_FOLDS,
                    encoding: EncodingOption = "utf-8", quiet: QuietOption = False, as_json: JsonOption = False
                    ) -> None:
