@@ -192,13 +192,12 @@ class _Tagging:
 
 
 def _check_stages(stages: Sequence[str]) -> tuple[str, ...]:
-    """The stages asked for, in :data:`STAGES`' order; SettingsError for an unknown one, none, or a parser
-    without the taggers whose tags it reads."""
+    """The stages asked for, in :data:`STAGES`' order; SettingsError for an unknown one, none, or no tagger."""
     unknown = [s for s in stages if s not in STAGES]
     if unknown or not stages:
         raise SettingsError(f"--stages: {', '.join(unknown) or 'none given'}: choose among {', '.join(STAGES)}")
-    if "parser" in stages and "tagger" not in stages:
-        raise SettingsError("--stages: the parser reads the tags of the pipeline's tagger; add tagger")
+    if "tagger" not in stages:
+        raise SettingsError("--stages: a pipeline tags its words (and its parser reads the tags); add tagger")
     return tuple(s for s in STAGES if s in stages)
 
 
@@ -236,7 +235,7 @@ def train_pipeline(train: Sequence[Sentence], dev: Sequence[Sentence] | None = N
     jackknife = "parser" in stages and folds > 0
     names = [s for s in stages if s not in ("multiword", "lemmatizer") or (ranges if s == "multiword" else
                                                                           tagging.lemmas)]
-    names[names.index("tagger"):names.index("tagger") + 1] = columns if "tagger" in stages else ()
+    names[names.index("tagger"):names.index("tagger") + 1] = columns
     if jackknife:
         names.insert(names.index("parser"), "jackknife")
     seconds: dict[str, float] = {}

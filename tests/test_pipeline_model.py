@@ -69,6 +69,22 @@ def test_the_parser_trains_on_jackknifed_predictions(nl: Pipeline) -> None:
     assert nl.info["parser_columns"] == "predicted by the pipeline's stages, jackknifed on 5 folds"
 
 
+def test_stages_leave_out_the_tokenizer_and_the_parser(tmp_path: Path) -> None:
+    """--stages tagger,lemmatizer: Punkt splits the text, the words are tagged and lemmatized, no tree."""
+    tagging = train_pipeline(_first("pt_bosque-ud-test.conllu", 40), language="pt", stages=("tagger", "lemmatizer"),
+                             **FAST)
+    assert tagging.tokenizer is None and tagging.parser is None and tagging.lemmatizer is not None
+    assert list(tagging.info["train_cpu_seconds"]) == ["upos", "morph", "lemmatizer"]
+    trees = tagging.parse(PT_TEXT)
+    assert len(trees) == 2 and all(r[CPOS] != BLANK and r[LEMMA] != BLANK and r[6] == BLANK for s in trees
+                                   for r in s.rows)
+    tagging.save(tmp_path / "tags.model")
+    assert Pipeline.load(tmp_path / "tags.model").conllu(PT_TEXT) == tagging.conllu(PT_TEXT)
+    for stages, message in ((("tokenizer", "parser"), "add tagger"), (("tagger", "tree"), "tree: choose among")):
+        with pytest.raises(SettingsError, match=message):
+            train_pipeline(_first("pt_bosque-ud-test.conllu", 5), stages=stages, **FAST)
+
+
 def test_jackknifing_annotates_each_fold_by_a_model_of_the_others() -> None:
     sentences = _first("nl_alpino-ud-test.conllu", 10)
     seen = []
