@@ -314,6 +314,22 @@ def _log_partition(emissions, transitions, start, stop):
 
 
 @numba.njit(cache=True)
+def _block_shift(alpha_prev, emissions_t, beta_t, top, log_z, g):
+    """One position's transition block of forward-backward: fills g = emissions_t + beta_t and returns
+    (x, y, shift): the maxima of alpha_prev and g, and the log of the block's rescaling factor
+    x + y + top - log Z."""
+    x = -np.inf
+    y = -np.inf
+    for a in range(alpha_prev.shape[0]):
+        if alpha_prev[a] > x:
+            x = alpha_prev[a]
+        g[a] = emissions_t[a] + beta_t[a]
+        if g[a] > y:
+            y = g[a]
+    return x, y, x + y + top - log_z
+
+
+@numba.njit(cache=True)
 def _forward_backward_pairs(emissions, transitions, start, stop, pairs, node, edge):
     """As :func:`_forward_backward`, but the expected transition counts only of the pairs
     ``pairs`` (P, 2): edge[k] (P,) for the pair (pairs[k, 0], pairs[k, 1]); P multiply-adds per
@@ -339,15 +355,7 @@ def _forward_backward_pairs(emissions, transitions, start, stop, pairs, node, ed
     ea = np.empty(L)
     eb = np.empty(L)
     for t in range(1, n):
-        x = -np.inf
-        y = -np.inf
-        for a in range(L):
-            if alpha[t - 1, a] > x:
-                x = alpha[t - 1, a]
-            g[a] = emissions[t, a] + beta[t, a]
-            if g[a] > y:
-                y = g[a]
-        shift = x + y + top - log_z  # log of the block's rescaling factor
+        x, y, shift = _block_shift(alpha[t - 1], emissions[t], beta[t], top, log_z, g)
         if x == -np.inf or y == -np.inf or shift > _MAX_SHIFT:
             for k in range(P):
                 edge[k] += np.exp(alpha[t - 1, pa[k]] + transitions[pa[k], pb[k]] + g[pb[k]] - log_z)
@@ -392,15 +400,7 @@ def _forward_backward(emissions, transitions, start, stop, node, edge, edge_t, p
     ea = np.empty(L)
     eb = np.empty(L)
     for t in range(1, n):
-        x = -np.inf
-        y = -np.inf
-        for a in range(L):
-            if alpha[t - 1, a] > x:
-                x = alpha[t - 1, a]
-            g[a] = emissions[t, a] + beta[t, a]
-            if g[a] > y:
-                y = g[a]
-        shift = x + y + top - log_z  # log of the block's rescaling factor
+        x, y, shift = _block_shift(alpha[t - 1], emissions[t], beta[t], top, log_z, g)
         exact = x == -np.inf or y == -np.inf or shift > _MAX_SHIFT
         if not exact:
             scale = np.exp(shift)
