@@ -36,6 +36,7 @@ DEFAULT_FILES = (RESULTS, README)
 # Headings of the sections created at the end of docs/results.md (a name not here gets a heading made of it).
 TITLES = {
     "parsing": "Parsing accuracy",
+    "labels": "Arc labels: the tree around the arc",
     "tagging": "Tagging accuracy",
     "tagging-ud": "UPOS tagging on UD treebanks",
     "raw-text": "Raw text to trees (CoNLL 2018 metrics)",

@@ -31,6 +31,7 @@ PLAN: dict[str, list[tuple[tuple[str, ...], str, list[str], bool]]] = {
     "parsing": [(("parsing",), "parser_accuracy.py",
                  ["--runs", "es:default,wsj:default,eu:default,pt-bosque:default,nl-alpino:default", "--udpipe"],
                  True)],
+    "labels": [(("labels",), "label_context.py", [], True)],
     "tagging": [(("tagging",), "tagger_accuracy.py",
                  ["--runs", "conll2000-pos:crf:eg-ll,conll2000-pos:maxent:cd,ptb-pos:crf:eg-ll,ptb-pos:maxent:cd,"
                             "brown:crf:eg-ll,brown:maxent:cd"], False),
