@@ -160,10 +160,10 @@ def summary(rows: list[list[str]]) -> str:
     """What every template gives over each group left out, in LAS points per data set: a line per group."""
     las = {(row[0], row[1]): float(row[2]) for row in rows}
     names = list(dict.fromkeys(row[0] for row in rows))
-    lines = []
+    lines = ["LAS with every template, less LAS with:", ""]
     for variant, _ in VARIANTS[1:]:
-        gains = ", ".join(f"{name} {las[name, 'every template'] - las[name, variant]:+.2f}" for name in names)
-        lines.append(f"- LAS of every template against {variant}: {gains}")
+        gains = (f"{name.strip('`')} {las[name, 'every template'] - las[name, variant]:+.2f}" for name in names)
+        lines.append(f"- {variant}: {', '.join(gains)}")
     return "\n".join(lines)
 
 
