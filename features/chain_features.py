@@ -223,6 +223,11 @@ def _entry_counts(a):
     return out
 
 
+# A lattice walk finds a token's allowed labels among a predicate's by bisection when the predicate has
+# more than _NARROW times as many labels as the token may take (else it scans them).
+_NARROW = 4
+
+
 class LatticeArrays(NamedTuple):
     """What the kernels read of a corpus of chains with a lattice (see the module docstring)."""
 
@@ -260,7 +265,25 @@ def _walk_lattice(a, la, lo, hi, mode, part_vec, feat_vec, touched, posmap):
                 posmap[la.allow_labels[la.allow_ptr[t] + j]] = j
             for k in range(a.pred_ptr[t], a.pred_ptr[t + 1]):
                 p = a.pred_ids[k]
-                for m in range(a.lab_ptr[p], a.lab_ptr[p + 1]):
+                m0, m1 = a.lab_ptr[p], a.lab_ptr[p + 1]
+                if width * _NARROW < m1 - m0:
+                    # a few allowed labels, a predicate seen with many: find each allowed label among the
+                    # predicate's (sorted) by bisection; the same entries in the same order as the scan below
+                    for j in range(width):
+                        y = la.allow_labels[la.allow_ptr[t] + j]
+                        b0, b1 = m0, m1
+                        while b0 < b1:
+                            mid = (b0 + b1) >> 1
+                            if a.lab_labels[mid] < y:
+                                b0 = mid + 1
+                            else:
+                                b1 = mid
+                        if b0 < m1 and a.lab_labels[b0] == y:
+                            r = row + j
+                            if lo <= r < hi:
+                                count = _visit(mode, r - lo, b0, part_vec, feat_vec, touched, count)
+                    continue
+                for m in range(m0, m1):
                     j = posmap[a.lab_labels[m]]
                     if j >= 0:
                         r = row + j
@@ -414,6 +437,14 @@ class ChainFeatures:
             raise ValueError("the lattice needs at least one label per token (allow_ptr from 0 to len(allow_labels))")
         if al.size and (al.min() < 0 or al.max() >= L):
             raise ValueError(f"lattice labels must lie in 0..{L - 1}")
+        # the walks bisect a predicate's labels and merge them with a token's: both increasing
+        rising = np.diff(al.astype(np.int64)) > 0
+        rising[ap[1:-1] - 1] = True
+        fresh = np.diff(self.lab_labels.astype(np.int64)) > 0
+        starts = self.lab_ptr[1:-1]
+        fresh[starts[(starts > 0) & (starts < self.lab_labels.shape[0])] - 1] = True
+        if not (rising.all() and fresh.all()):
+            raise ValueError("a lattice needs each token's labels and each predicate's labels increasing")
         pair_index = np.full((L, L), -1, dtype=np.int64)
         pair_index[self.trans_pairs[:, 0], self.trans_pairs[:, 1]] = np.arange(self.n_transitions)
         pair_ptr = np.zeros(enc.n_sentences + 1, dtype=np.int64)
