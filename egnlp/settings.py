@@ -60,6 +60,12 @@ MORPH_CUTOFF = 2
 # once takes a label it had. On the last tenth of test (a CRF's UPOS read), AllTags pt 89.50 -> 89.53
 # (89.69 at 2), nl 89.63 -> 90.56 (89.35 at 2).
 MORPH_DICTIONARY = 1
+# The CRF's tag dictionary when none is given: off, unless the CRF without one would have more than
+# CRF_DICTIONARY_PARTS parts (its EG state is 16 bytes a part: theta and the marginals in float64), then
+# a word seen at least CRF_DICTIONARY times takes only the tags it had. Brown (183 tags, 41 k sentences):
+# 363 M parts without it (7.2 GB peak, 1,985 CPU s), 39 M with it; conll2000 and ptb-pos stay under.
+CRF_DICTIONARY = 3
+CRF_DICTIONARY_PARTS = 100_000_000
 MORPH_COLUMNS = ("feats", "morph")
 MAXENT_TOL = 1e-5
 MAXENT_BEAM = 3
@@ -421,9 +427,12 @@ class TaggerSettings:
                                 "(CoNLL-X CPOSTAG, CoNLL-U UPOS), feats (CoNLL-U FEATS), morph (UPOS, XPOS and "
                                 "FEATS as one joint tag) or chunk. A chunker reads the POS column.",
                                 shown="the data set's task; xpos for files", choices=TAGGER_COLUMNS)
-    dictionary: int | None = option(None, "--dictionary", "maxent: a word seen at least this many times in "
-                                    "training takes only the labels it had there (0: any label).",
-                                    shown=f"{MORPH_DICTIONARY} for feats and morph, else 0")
+    dictionary: int | None = option(None, "--dictionary", "A word seen at least this many times in training "
+                                    "takes only the labels it had there, in training and tagging (0: any "
+                                    "label); the CRF's parts shrink to the labels each word may take.",
+                                    shown=f"maxent: {MORPH_DICTIONARY} for feats and morph, else 0; crf: "
+                                          f"{CRF_DICTIONARY} when the CRF would otherwise have more than "
+                                          f"{CRF_DICTIONARY_PARTS / 1e6:g} M parts (16 bytes each in EG), else 0")
     reads_upos: bool = option(False, "--reads-upos/--words-only", "feats and morph: also read the UPOS of each "
                               "word and its neighbours (given by a UPOS tagger when tagging), as a chunker reads "
                               "POS tags.")
@@ -432,7 +441,7 @@ class TaggerSettings:
 
     # the options of one model family only, and the family
     FAMILY_OPTIONS = {"C": "crf", "compact": "crf", "all_transitions": "crf", "sigma2": "maxent", "beam": "maxent",
-                      "cutoff": "maxent", "dictionary": "maxent"}
+                      "cutoff": "maxent"}
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "trainer_options", dict(self.trainer_options))
@@ -483,6 +492,14 @@ class TaggerSettings:
         if self.cutoff is not None:
             return self.cutoff
         return MORPH_CUTOFF if self.column in MORPH_COLUMNS else 1
+
+    def crf_dictionary(self, dense_parts: int) -> int:
+        """The least count of a word in the CRF's tag dictionary (0: none) when the CRF without one has
+        ``dense_parts`` parts: ``dictionary``, by default :data:`CRF_DICTIONARY` above
+        :data:`CRF_DICTIONARY_PARTS` parts, else 0."""
+        if self.dictionary is not None:
+            return self.dictionary
+        return CRF_DICTIONARY if dense_parts > CRF_DICTIONARY_PARTS else 0
 
     @property
     def maxent_dictionary(self) -> int:

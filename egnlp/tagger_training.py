@@ -32,9 +32,9 @@ from egnlp.corpora import CorpusError, Sentence, dataset_task, load_sentences
 from egnlp.corpora.morphology import canonical_feats, morph_label
 from egnlp.corpora.sentence import BLANK
 from egnlp.corpora.tagging import check_tags
-from egnlp.features.chain_features import ChainFeaturizer
+from egnlp.features.chain_features import ChainFeaturizer, form_dictionary
 from egnlp.tagger.crf import CRFModel, decode_ids
-from egnlp.tagger.maxent import MaxentModel, form_dictionary, training_events
+from egnlp.tagger.maxent import MaxentModel, training_events
 from egnlp.tagger.tagger_model import Tagger
 from egnlp.tagger.tagging_problem import TaggingProblem
 from egnlp.settings import MAXENT_BEAM, TaggerSettings
@@ -192,6 +192,11 @@ def _train_crf(settings: TaggerSettings, tokens, gold, pos, *, dev, dev_scorer, 
     spec, config = settings.spec, settings.trainer_config()
     start = time.perf_counter()
     featurizer = ChainFeaturizer.fit(tokens, gold, pos, all_transitions=settings.all_transitions)
+    L = featurizer.n_labels
+    dense_parts = sum(map(len, tokens)) * L + len(tokens) * (featurizer.trans_pairs.shape[0] + 2 * L)
+    least = settings.crf_dictionary(dense_parts)
+    if least:
+        featurizer = featurizer.with_dictionary(tokens, gold, least)
     problem = TaggingProblem.from_sentences(featurizer, tokens, gold, pos)
     extract_seconds = time.perf_counter() - start
     dev_score = dev_scorer(featurizer) if dev_scorer is not None else None
@@ -202,7 +207,7 @@ def _train_crf(settings: TaggerSettings, tokens, gold, pos, *, dev, dev_scorer, 
     pf = problem.features
     info = _training_info(settings, config, result, tokens, given, extract_seconds, data=_data(data, dev),
                           n_labels=featurizer.n_labels, n_features=pf.n_features,
-                          n_transition_parts=pf.n_transitions, n_parts=pf.n_parts)
+                          n_transition_parts=pf.n_transitions, n_parts=pf.n_parts, dictionary=least)
     column = settings.label_column or ("chunk" if pos is not None else "pos")
     return Tagger(CRFModel(featurizer, result.weights), column, info, _vocabulary(tokens)), result, interrupted
 

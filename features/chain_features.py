@@ -41,6 +41,21 @@ many labels: T is the number of seen tag bigrams (1,094 of 44^2 = 1,936 for
 conll2000 POS, 8,053 of 472^2 for the full Brown tag set) instead of L^2.
 ``all_transitions=True`` gives every (a, b) a feature and a part.
 
+A tag dictionary (a lattice).  With a dictionary of seen forms
+(:meth:`ChainFeaturizer.with_dictionary`: a word seen at least N times in
+training takes only the labels it had there, as MorphoDiTa's and the maxent
+tagger's ``--dictionary N``) token t takes the labels
+``allow_labels[allow_ptr[t]:allow_ptr[t + 1]]`` (every label for the other
+words), and an example's parts are, in order: one node part per allowed
+label of each token (token-major), one transition part per pair k of
+``trans_pairs`` that some position can use (a allowed at t - 1 and b at t;
+``pair_ids``), one start part per label of the first token and one stop
+part per label of the last.  A labelling outside the lattice has no parts:
+the model is the CRF over the lattice's labellings, in training and in
+tagging.  Brown (183 tags): 8,781 parts a sentence without it, 599 with a
+dictionary of the words seen 3 times or more; the oracles are
+:func:`egnlp.tagger.chain_inference.lattice_marginals` and its twins.
+
 Features
 --------
 Node features are the (observation predicate, label) pairs seen in the
@@ -208,6 +223,143 @@ def _entry_counts(a):
     return out
 
 
+# A lattice walk finds a token's allowed labels among a predicate's by bisection when the predicate has
+# more than _NARROW times as many labels as the token may take (else it scans them).
+_NARROW = 4
+
+
+class LatticeArrays(NamedTuple):
+    """What the kernels read of a corpus of chains with a lattice (see the module docstring)."""
+
+    allow_ptr: np.ndarray  # (n_tokens + 1,) int64: token t takes the labels allow_labels[allow_ptr[t]:allow_ptr[t + 1]]
+    allow_labels: np.ndarray  # (n_entries,) int32, sorted per token
+    pair_ptr: np.ndarray  # (n_examples + 1,) int64: example e has the transition parts pair_ids[pair_ptr[e]:...]
+    pair_ids: np.ndarray  # (n_sentence_pairs,) int32: indices into trans_pairs, increasing per example
+
+
+@njit(cache=True, inline="always")
+def _walk_lattice(a, la, lo, hi, mode, part_vec, feat_vec, touched, posmap):
+    """:func:`_walk` over the parts of a lattice: token t's node parts are its allowed labels in order
+    (a predicate's label that is not allowed there has no part), then the example's transition parts
+    (``pair_ids``: feature ``fixed0 + k`` for the pair k), one start part per label of the first token
+    (feature ``fixed0 + T + y``) and one stop part per label of the last (``fixed0 + T + L + y``).
+    ``posmap`` (L,) int64 is -1 everywhere on entry and on return."""
+    n_ex = a.part_ptr.shape[0] - 1
+    e0 = min(max(np.searchsorted(a.part_ptr, lo, side="right") - 1, 0), n_ex)
+    e1 = max(min(np.searchsorted(a.part_ptr, hi, side="left"), n_ex), e0)
+    L = a.n_labels
+    T = a.n_fixed - 2 * L
+    count = 0
+    for e in range(e0, e1):
+        t0, t1 = a.tok_ptr[e], a.tok_ptr[e + 1]
+        if t1 == t0:
+            continue
+        q0 = la.allow_ptr[t0]
+        base = a.part_ptr[e]
+        for t in range(t0, t1):
+            row = base + la.allow_ptr[t] - q0
+            width = la.allow_ptr[t + 1] - la.allow_ptr[t]
+            if row + width <= lo or row >= hi:
+                continue
+            for j in range(width):
+                posmap[la.allow_labels[la.allow_ptr[t] + j]] = j
+            for k in range(a.pred_ptr[t], a.pred_ptr[t + 1]):
+                p = a.pred_ids[k]
+                m0, m1 = a.lab_ptr[p], a.lab_ptr[p + 1]
+                if width * _NARROW < m1 - m0:
+                    # a few allowed labels, a predicate seen with many: find each allowed label among the
+                    # predicate's (sorted) by bisection; the same entries in the same order as the scan below
+                    for j in range(width):
+                        y = la.allow_labels[la.allow_ptr[t] + j]
+                        b0, b1 = m0, m1
+                        while b0 < b1:
+                            mid = (b0 + b1) >> 1
+                            if a.lab_labels[mid] < y:
+                                b0 = mid + 1
+                            else:
+                                b1 = mid
+                        if b0 < m1 and a.lab_labels[b0] == y:
+                            r = row + j
+                            if lo <= r < hi:
+                                count = _visit(mode, r - lo, b0, part_vec, feat_vec, touched, count)
+                    continue
+                for m in range(m0, m1):
+                    j = posmap[a.lab_labels[m]]
+                    if j >= 0:
+                        r = row + j
+                        if lo <= r < hi:
+                            count = _visit(mode, r - lo, m, part_vec, feat_vec, touched, count)
+            for j in range(width):
+                posmap[la.allow_labels[la.allow_ptr[t] + j]] = -1
+        r = base + la.allow_ptr[t1] - q0
+        for k in range(la.pair_ptr[e], la.pair_ptr[e + 1]):
+            if lo <= r < hi:
+                count = _visit(mode, r - lo, a.fixed0 + la.pair_ids[k], part_vec, feat_vec, touched, count)
+            r += 1
+        for q in range(la.allow_ptr[t0], la.allow_ptr[t0 + 1]):
+            if lo <= r < hi:
+                count = _visit(mode, r - lo, a.fixed0 + T + la.allow_labels[q], part_vec, feat_vec, touched, count)
+            r += 1
+        for q in range(la.allow_ptr[t1 - 1], la.allow_ptr[t1]):
+            if lo <= r < hi:
+                count = _visit(mode, r - lo, a.fixed0 + T + L + la.allow_labels[q], part_vec, feat_vec, touched,
+                               count)
+            r += 1
+    return count
+
+
+@njit(cache=True)
+def _scores_lattice(a, la, lo, hi, w, out):
+    """:func:`_scores` of a lattice's parts."""
+    out[:] = 0.0
+    _walk_lattice(a, la, lo, hi, _SCORE, out, w, np.empty(0, dtype=np.int64), np.full(a.n_labels, -1))
+
+
+@njit(cache=True)
+def _scatter_lattice(a, la, lo, hi, coef, target):
+    """:func:`_scatter` of a lattice's parts."""
+    _walk_lattice(a, la, lo, hi, _SCATTER, coef, target, np.empty(0, dtype=np.int64), np.full(a.n_labels, -1))
+
+
+@njit(cache=True)
+def _delta_lattice(a, la, lo, hi, coef, buf, touched, w, ids, vals):
+    """:func:`_delta` of a lattice's parts."""
+    n = _walk_lattice(a, la, lo, hi, _SCATTER_RECORD, coef, buf, touched, np.full(a.n_labels, -1))
+    return gather_nonzero(buf, touched[:n], w, ids, vals)
+
+
+@njit(cache=True)
+def _sentence_pairs(tok_ptr, allow_ptr, allow_labels, pair_index, count_only, pair_ptr, pair_ids):
+    """The transition parts of each example of a lattice: the pairs k (``pair_index[a, b]`` >= 0) with a
+    allowed at some token t - 1 and b at t, increasing.  ``count_only``: pair_ptr[e + 1] = their number
+    (pair_ids untouched); else pair_ids[pair_ptr[e]:pair_ptr[e + 1]] = them."""
+    T = 0
+    for a in range(pair_index.shape[0]):
+        for b in range(pair_index.shape[1]):
+            if pair_index[a, b] >= 0:
+                T += 1
+    seen = np.zeros(T, dtype=np.bool_)
+    found = np.empty(T, dtype=np.int64)
+    for e in range(tok_ptr.shape[0] - 1):
+        c = 0
+        for t in range(tok_ptr[e] + 1, tok_ptr[e + 1]):
+            for r in range(allow_ptr[t - 1], allow_ptr[t]):
+                for q in range(allow_ptr[t], allow_ptr[t + 1]):
+                    k = pair_index[allow_labels[r], allow_labels[q]]
+                    if k >= 0 and not seen[k]:
+                        seen[k] = True
+                        found[c] = k
+                        c += 1
+        kept = np.sort(found[:c])
+        for j in range(c):
+            seen[kept[j]] = False
+        if count_only:
+            pair_ptr[e + 1] = c
+        else:
+            for j in range(c):
+                pair_ids[pair_ptr[e] + j] = kept[j]
+
+
 # ---------------------------------------------------------------------------
 # The part-feature container
 # ---------------------------------------------------------------------------
@@ -221,6 +373,9 @@ class Encoded:
     tok_ptr: np.ndarray  # (n_sentences + 1,) int64
     pred_ptr: np.ndarray  # (n_tokens + 1,) int64
     pred_ids: np.ndarray  # (n_entries,) int32
+    # with a tag dictionary: token t takes the labels allow_labels[allow_ptr[t]:allow_ptr[t + 1]]
+    allow_ptr: np.ndarray | None = None  # (n_tokens + 1,) int64
+    allow_labels: np.ndarray | None = None  # (n_allowed,) int32
 
     @property
     def n_sentences(self) -> int:
@@ -251,6 +406,7 @@ class ChainFeatures:
     arrays: ChainArrays = field(init=False, repr=False, compare=False)  # what the kernels read
     _n_parts: int = field(init=False, repr=False, compare=False)
     _work: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    lattice: LatticeArrays | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         L = self.n_labels
@@ -259,12 +415,53 @@ class ChainFeatures:
         if self.encoded.pred_ids.size and self.encoded.pred_ids.max() >= self.lab_ptr.shape[0] - 1:
             raise ValueError("a token refers to a predicate outside the predicate table")
         lengths = self.encoded.lengths()
-        self.part_ptr = np.concatenate([[0], np.cumsum(lengths * L + self.n_fixed)]).astype(np.int64)
+        enc = self.encoded
+        self.lattice = None
+        if enc.allow_ptr is None:
+            self.part_ptr = np.concatenate([[0], np.cumsum(lengths * L + self.n_fixed)]).astype(np.int64)
+        else:
+            self.lattice = self._lattice(enc, lengths)
         self.n_features = self.n_node + self.n_fixed
         self._n_parts = int(self.part_ptr[-1])
-        enc = self.encoded
         self.arrays = ChainArrays(self.part_ptr, enc.tok_ptr, enc.pred_ptr, enc.pred_ids, self.lab_ptr,
                                   self.lab_labels, self.n_labels, self.n_node, self.n_fixed)
+
+    def _lattice(self, enc: Encoded, lengths: np.ndarray) -> LatticeArrays:
+        """The lattice's arrays (the transition parts of each example), and ``part_ptr``: an example has a
+        node part per allowed label of each token, its transition parts, and a start and a stop part per
+        allowed label of its first and last token."""
+        L = self.n_labels
+        ap = np.ascontiguousarray(enc.allow_ptr, dtype=np.int64)
+        al = np.ascontiguousarray(enc.allow_labels, dtype=np.int32)
+        if ap.shape != (enc.pred_ptr.shape[0],) or ap[0] != 0 or ap[-1] != al.shape[0] or (np.diff(ap) < 1).any():
+            raise ValueError("the lattice needs at least one label per token (allow_ptr from 0 to len(allow_labels))")
+        if al.size and (al.min() < 0 or al.max() >= L):
+            raise ValueError(f"lattice labels must lie in 0..{L - 1}")
+        # the walks bisect a predicate's labels and merge them with a token's: both increasing
+        rising = np.diff(al.astype(np.int64)) > 0
+        rising[ap[1:-1] - 1] = True
+        fresh = np.diff(self.lab_labels.astype(np.int64)) > 0
+        starts = self.lab_ptr[1:-1]
+        fresh[starts[(starts > 0) & (starts < self.lab_labels.shape[0])] - 1] = True
+        if not (rising.all() and fresh.all()):
+            raise ValueError("a lattice needs each token's labels and each predicate's labels increasing")
+        pair_index = np.full((L, L), -1, dtype=np.int64)
+        pair_index[self.trans_pairs[:, 0], self.trans_pairs[:, 1]] = np.arange(self.n_transitions)
+        pair_ptr = np.zeros(enc.n_sentences + 1, dtype=np.int64)
+        _sentence_pairs(enc.tok_ptr, ap, al, pair_index, True, pair_ptr, np.zeros(0, dtype=np.int32))
+        np.cumsum(pair_ptr, out=pair_ptr)
+        pair_ids = np.empty(int(pair_ptr[-1]), dtype=np.int32)
+        _sentence_pairs(enc.tok_ptr, ap, al, pair_index, False, pair_ptr, pair_ids)
+        tp = enc.tok_ptr
+        width = np.diff(ap)
+        nonempty = lengths > 0
+        first = np.zeros(enc.n_sentences, dtype=np.int64)
+        last = np.zeros(enc.n_sentences, dtype=np.int64)
+        first[nonempty] = width[tp[:-1][nonempty]]
+        last[nonempty] = width[tp[1:][nonempty] - 1]
+        sizes = ap[tp[1:]] - ap[tp[:-1]] + np.diff(pair_ptr) + first + last
+        self.part_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        return LatticeArrays(ap, al, pair_ptr, pair_ids)
 
     @property
     def n_node(self) -> int:
@@ -311,7 +508,10 @@ class ChainFeatures:
         self._check_w(w)
         self._check_range(lo, hi)
         out = np.empty(hi - lo)
-        _scores(self.arrays, lo, hi, w, out)
+        if self.lattice is None:
+            _scores(self.arrays, lo, hi, w, out)
+        else:
+            _scores_lattice(self.arrays, self.lattice, lo, hi, w, out)
         return out
 
     def scatter(self, lo: int, hi: int, coef: np.ndarray, target: np.ndarray) -> None:
@@ -320,7 +520,11 @@ class ChainFeatures:
         if coef.shape != (hi - lo,):
             raise ValueError(f"coef has shape {coef.shape}, expected ({hi - lo},)")
         self._check_range(lo, hi)
-        _scatter(self.arrays, lo, hi, np.ascontiguousarray(coef, dtype=np.float64), target)
+        coef = np.ascontiguousarray(coef, dtype=np.float64)
+        if self.lattice is None:
+            _scatter(self.arrays, lo, hi, coef, target)
+        else:
+            _scatter_lattice(self.arrays, self.lattice, lo, hi, coef, target)
 
     def sparse_delta(self, lo: int, hi: int, coef: np.ndarray, w: np.ndarray):
         """delta = sum_r coef[r - lo] phi(r) over the parts ``lo:hi`` as a sparse vector.
@@ -345,8 +549,11 @@ class ChainFeatures:
         if e1 - e0 > 1:
             touched = np.empty(entry_ptr[e1] - entry_ptr[e0], dtype=np.int64)
             ids, vals = np.empty(self.n_features, dtype=np.int64), np.empty(self.n_features)
-        count, dot, sq = _delta(self.arrays, lo, hi, np.ascontiguousarray(coef, dtype=np.float64), buf, touched,
-                                w, ids, vals)
+        coef = np.ascontiguousarray(coef, dtype=np.float64)
+        if self.lattice is None:
+            count, dot, sq = _delta(self.arrays, lo, hi, coef, buf, touched, w, ids, vals)
+        else:  # the dense layout's entry counts bound the lattice's
+            count, dot, sq = _delta_lattice(self.arrays, self.lattice, lo, hi, coef, buf, touched, w, ids, vals)
         return ids[:count], vals[:count], dot, sq
 
     # -- the chain view of one example --------------------------------------
@@ -354,11 +561,61 @@ class ChainFeatures:
     def length(self, i: int) -> int:
         return int(self.encoded.tok_ptr[i + 1] - self.encoded.tok_ptr[i])
 
+    def lattice_of(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Example i's lattice: ``(aptr (n + 1,), alab, pairs (P, 2))``, token t taking the labels
+        ``alab[aptr[t]:aptr[t + 1]]`` and the transition parts the pairs ``pairs`` (the layout of
+        :func:`egnlp.tagger.chain_inference.lattice_marginals`)."""
+        la = self.lattice
+        if la is None:
+            raise ValueError("these features have no lattice (no tag dictionary)")
+        t0, t1 = int(self.encoded.tok_ptr[i]), int(self.encoded.tok_ptr[i + 1])
+        q0, q1 = int(la.allow_ptr[t0]), int(la.allow_ptr[t1])
+        pairs = self.trans_pairs[la.pair_ids[la.pair_ptr[i]:la.pair_ptr[i + 1]]]
+        return la.allow_ptr[t0:t1 + 1] - q0, la.allow_labels[q0:q1], pairs
+
+    def labelling_parts(self, i: int, path: np.ndarray) -> np.ndarray:
+        """The part-count vector (float64) of the labelling ``path`` (n,) of example i.
+
+        Raises:
+            ValueError: a label the lattice does not allow at its token.
+        """
+        path = np.asarray(path, dtype=np.int64)
+        L, n = self.n_labels, len(path)
+        if self.lattice is None:
+            node = np.zeros((n, L))
+            node[np.arange(n), path] = 1.0
+            edge = np.zeros((L, L))
+            np.add.at(edge, (path[:-1], path[1:]), 1.0)
+            return self.pack(node, edge, node[0], node[-1])
+        aptr, alab, pairs = self.lattice_of(i)
+        lo, hi = self.parts(i)
+        out = np.zeros(hi - lo)
+        at = np.empty(n, dtype=np.int64)
+        for t in range(n):
+            hit = np.flatnonzero(alab[aptr[t]:aptr[t + 1]] == path[t])
+            if hit.size == 0:
+                raise ValueError(f"example {i}: label {path[t]} at token {t} is not in the lattice")
+            at[t] = aptr[t] + hit[0]
+        out[at] = 1.0
+        Q, P = alab.shape[0], pairs.shape[0]
+        if n > 1 and P:
+            keys = pairs[:, 0] * L + pairs[:, 1]  # increasing: the pairs are sorted
+            want = path[:-1] * L + path[1:]
+            k = np.searchsorted(keys, want)
+            listed = (k < P) & (keys[np.minimum(k, P - 1)] == want)
+            np.add.at(out, Q + k[listed], 1.0)
+        out[Q + P + at[0]] = 1.0
+        out[Q + P + aptr[1] + at[-1] - aptr[n - 1]] = 1.0
+        return out
+
     def unpack(self, i: int, theta: np.ndarray):
         """Split a per-part vector of example i into chain scores (emissions, transitions, start, stop).
 
-        Transitions without a part get 0 (see the module docstring).
+        Transitions without a part get 0 (see the module docstring).  Features with a lattice have
+        another layout (:meth:`lattice_of`).
         """
+        if self.lattice is not None:
+            raise ValueError("these features have a lattice: see lattice_of")
         n, L, T = self.length(i), self.n_labels, self.n_transitions
         if theta.shape != (n * L + T + 2 * L,):
             raise ValueError(f"example {i} has {n * L + T + 2 * L} parts, theta has shape {theta.shape}")
@@ -382,6 +639,41 @@ class ChainFeatures:
 # ---------------------------------------------------------------------------
 # The featurizer: predicates -> ids, fitted on training data
 # ---------------------------------------------------------------------------
+
+
+def form_dictionary(tokens_list: Sequence[Sequence[str]], labels_list: Sequence[Sequence[str]],
+                    labels: Sequence[str], min_count: int) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The dictionary of seen forms (as MorphoDiTa's and UDPipe 1's taggers keep one, Straka et al. 2016):
+    every form seen at least ``min_count`` times in the labelled sentences, with the ids (in ``labels``)
+    of the labels it had, sorted. Returns (forms, ptr (F+1,), label ids)."""
+    if min_count < 1:
+        raise ValueError(f"min_count must be >= 1, not {min_count}")
+    index = {y: k for k, y in enumerate(labels)}
+    seen: dict[str, set[int]] = {}
+    count: dict[str, int] = {}
+    for toks, tags in zip(tokens_list, labels_list):
+        for form, tag in zip(toks, tags):
+            seen.setdefault(form, set()).add(index[tag])
+            count[form] = count.get(form, 0) + 1
+    forms = sorted(form for form, n in count.items() if n >= min_count)
+    ptr = np.zeros(len(forms) + 1, dtype=np.int64)
+    np.cumsum([len(seen[form]) for form in forms], out=ptr[1:])
+    ids = np.array([k for form in forms for k in sorted(seen[form])], dtype=np.int64)
+    return forms, ptr, ids
+
+
+@njit(cache=True)
+def _fill_lattice(which, ptr, ids, allow_ptr, L, allow):
+    """allow[allow_ptr[t]:allow_ptr[t + 1]] = the labels of dictionary form which[t], or 0..L-1 when -1."""
+    for t in range(which.shape[0]):
+        q = allow_ptr[t]
+        k = which[t]
+        if k < 0:
+            for y in range(L):
+                allow[q + y] = y
+        else:
+            for j in range(ptr[k + 1] - ptr[k]):
+                allow[q + j] = ids[ptr[k] + j]
 
 
 def sentence_predicates(tokens_list, pos_list, use_pos: bool):
@@ -409,7 +701,8 @@ class ChainFeaturizer:
 
     def __init__(self, labels: Sequence[str], predicates: Sequence[str], lab_ptr: np.ndarray,
                  lab_labels: np.ndarray, trans_pairs: np.ndarray, *, use_pos: bool = False,
-                 all_transitions: bool = False):
+                 all_transitions: bool = False, dictionary: tuple[Sequence[str], np.ndarray, np.ndarray] | None = None,
+                 min_count: int = 0):
         self.labels = list(labels)
         self.label_index = {lab: k for k, lab in enumerate(self.labels)}
         if len(self.label_index) != len(self.labels):
@@ -431,6 +724,51 @@ class ChainFeaturizer:
             raise ValueError(f"transition labels must lie in 0..{L - 1}")
         self.use_pos = bool(use_pos)
         self.all_transitions = bool(all_transitions)
+        self.dictionary: tuple[list[str], np.ndarray, np.ndarray] | None = None
+        self.min_count = 0
+        self._form_index: dict[str, int] = {}
+        if dictionary is not None:
+            forms = [str(f) for f in dictionary[0]]
+            ptr = np.ascontiguousarray(dictionary[1], dtype=np.int64)
+            ids = np.ascontiguousarray(dictionary[2], dtype=np.int64)
+            if ptr.shape != (len(forms) + 1,) or ptr[0] != 0 or ptr[-1] != ids.shape[0] or (np.diff(ptr) < 1).any():
+                raise ValueError("inconsistent tag dictionary (each form needs one or more labels)")
+            if ids.size and (ids.min() < 0 or ids.max() >= L):
+                raise ValueError(f"dictionary labels must lie in 0..{L - 1}")
+            self._form_index = {form: k for k, form in enumerate(forms)}
+            if len(self._form_index) != len(forms):
+                raise ValueError("repeated dictionary forms")
+            if not (isinstance(min_count, int) and min_count >= 1):
+                raise ValueError(f"a dictionary's least count must be >= 1, not {min_count!r}")
+            self.dictionary, self.min_count = (forms, ptr, ids), min_count
+
+    def with_dictionary(self, tokens_list: Sequence[Sequence[str]], labels_list: Sequence[Sequence[str]],
+                        min_count: int) -> "ChainFeaturizer":
+        """This feature space with a tag dictionary (:func:`form_dictionary`) of the labelled sentences:
+        a form seen at least ``min_count`` times takes only the labels it had there (a lattice per
+        sentence, see :class:`ChainFeatures`); 0: none."""
+        if min_count == 0:
+            dictionary = None
+        else:
+            dictionary = form_dictionary(tokens_list, labels_list, self.labels, min_count)
+        return ChainFeaturizer(self.labels, self.predicates, self.lab_ptr, self.lab_labels, self.trans_pairs,
+                               use_pos=self.use_pos, all_transitions=self.all_transitions, dictionary=dictionary,
+                               min_count=min_count)
+
+    def lattice(self, tokens_list: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
+        """``(allow_ptr, allow_labels)`` of every token: a dictionary form's labels, else every label."""
+        L = self.n_labels
+        forms, ptr, ids = self.dictionary  # type: ignore[misc]
+        get = self._form_index.get
+        which = np.fromiter((get(w, -1) for toks in tokens_list for w in toks), dtype=np.int64)
+        known = which >= 0
+        width = np.full(which.shape[0], L, dtype=np.int64)
+        width[known] = ptr[which[known] + 1] - ptr[which[known]]
+        allow_ptr = np.zeros(which.shape[0] + 1, dtype=np.int64)
+        np.cumsum(width, out=allow_ptr[1:])
+        allow = np.empty(int(allow_ptr[-1]), dtype=np.int32)
+        _fill_lattice(which, ptr, ids, allow_ptr, L, allow)
+        return allow_ptr, allow
 
     @property
     def n_labels(self) -> int:
@@ -505,7 +843,9 @@ class ChainFeaturizer:
             counts = np.add.reduceat(known.astype(np.int64), starts)
         pred_ptr = np.zeros(counts.shape[0] + 1, dtype=np.int64)
         np.cumsum(counts, out=pred_ptr[1:])
-        return Encoded(tok_ptr, pred_ptr, all_ids[known].astype(np.int32))
+        if self.dictionary is None:
+            return Encoded(tok_ptr, pred_ptr, all_ids[known].astype(np.int32))
+        return Encoded(tok_ptr, pred_ptr, all_ids[known].astype(np.int32), *self.lattice(tokens_list))
 
     def features(self, encoded: Encoded) -> ChainFeatures:
         return ChainFeatures(encoded, self.lab_ptr, self.lab_labels, self.trans_pairs, self.n_labels)
@@ -521,4 +861,4 @@ class ChainFeaturizer:
 
     def config(self) -> dict[str, Any]:
         return {"use_pos": self.use_pos, "all_transitions": self.all_transitions,
-                "predicates": predicates_fingerprint(self.use_pos)}
+                "predicates": predicates_fingerprint(self.use_pos), "dictionary": self.min_count}

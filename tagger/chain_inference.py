@@ -43,12 +43,15 @@ tagger's parts) cost as little.
 
 from __future__ import annotations
 
+import threading
+
 import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["forward_backward", "forward_backward_pairs", "log_partition", "part_log_partition", "part_marginals",
-           "path_score", "viterbi", "viterbi_augmented", "hamming_cost"]
+           "path_score", "viterbi", "viterbi_augmented", "hamming_cost", "lattice_log_partition",
+           "lattice_marginals", "lattice_viterbi"]
 
 
 # ---------------------------------------------------------------------------
@@ -502,6 +505,292 @@ def _part_log_partition(theta, n, L, pairs):
 
 
 # ---------------------------------------------------------------------------
+# Lattices: a label set per token (a tag dictionary)
+# ---------------------------------------------------------------------------
+#
+# A lattice gives token t the labels alab[aptr[t]:aptr[t + 1]] (distinct); the chain's labellings are
+# those whose every label is allowed at its token.  Its flat part vector (the tagger's parts with a
+# dictionary, see :mod:`egnlp.features.chain_features`) is, in order: one node part per entry q of alab
+# (token-major), one part per pair of ``pairs`` (P, 2) (every other pair of allowed labels scores 0),
+# one start part per label of the first token and one stop part per label of the last.  The charts
+# hold one entry per lattice entry q and are summed exactly in log space (the maximum factored out of
+# every sum): a position costs |A_{t-1}| |A_t| terms, a handful for the words a dictionary knows.
+# ``tr`` (L, L) and ``pidx`` (L, L) are work space, 0.0 and -1 everywhere on entry and on return: the
+# scores and the indices of the pairs while a kernel runs.
+
+
+@numba.njit(cache=True, no_cpython_wrapper=True)
+def _lattice_set(theta, first, pairs, tr, pidx):
+    """tr[a, b] = theta[first + k] and pidx[a, b] = k for the pairs k = (a, b)."""
+    for k in range(pairs.shape[0]):
+        tr[pairs[k, 0], pairs[k, 1]] = theta[first + k]
+        pidx[pairs[k, 0], pairs[k, 1]] = k
+
+
+@numba.njit(cache=True, no_cpython_wrapper=True)
+def _lattice_reset(pairs, tr, pidx):
+    for k in range(pairs.shape[0]):
+        tr[pairs[k, 0], pairs[k, 1]] = 0.0
+        pidx[pairs[k, 0], pairs[k, 1]] = -1
+
+
+@numba.njit(cache=True, no_cpython_wrapper=True)
+def _lattice_forward(theta, aptr, alab, start0, tr, alpha):
+    """alpha[q] = log sum over the label prefixes ending in entry q (token t, label alab[q]):
+    alpha[q] = theta[start0 + j] + theta[q] at the first token (j: q's rank there), else
+    theta[q] + logsum_{r at t - 1} (alpha[r] + tr[alab[r], alab[q]])."""
+    n = aptr.shape[0] - 1
+    for q in range(aptr[0], aptr[1]):
+        alpha[q] = theta[start0 + q - aptr[0]] + theta[q]
+    for t in range(1, n):
+        for q in range(aptr[t], aptr[t + 1]):
+            b = alab[q]
+            m = -np.inf
+            for r in range(aptr[t - 1], aptr[t]):
+                v = alpha[r] + tr[alab[r], b]
+                if v > m:
+                    m = v
+            acc = 0.0
+            for r in range(aptr[t - 1], aptr[t]):
+                acc += np.exp(alpha[r] + tr[alab[r], b] - m)
+            alpha[q] = theta[q] + m + np.log(acc)
+
+
+@numba.njit(cache=True, no_cpython_wrapper=True)
+def _lattice_backward(theta, aptr, alab, stop0, tr, beta):
+    """beta[q] = log sum over the label suffixes after entry q: theta[stop0 + j] at the last token, else
+    logsum_{r at t + 1} (tr[alab[q], alab[r]] + theta[r] + beta[r])."""
+    n = aptr.shape[0] - 1
+    for q in range(aptr[n - 1], aptr[n]):
+        beta[q] = theta[stop0 + q - aptr[n - 1]]
+    for t in range(n - 2, -1, -1):
+        for q in range(aptr[t], aptr[t + 1]):
+            a = alab[q]
+            m = -np.inf
+            for r in range(aptr[t + 1], aptr[t + 2]):
+                v = tr[a, alab[r]] + theta[r] + beta[r]
+                if v > m:
+                    m = v
+            acc = 0.0
+            for r in range(aptr[t + 1], aptr[t + 2]):
+                acc += np.exp(tr[a, alab[r]] + theta[r] + beta[r] - m)
+            beta[q] = m + np.log(acc)
+
+
+@numba.njit(cache=True, no_cpython_wrapper=True)
+def _lattice_log_z(theta, aptr, alpha, stop0):
+    """logsum over the last token's entries q of alpha[q] + its stop score."""
+    n = aptr.shape[0] - 1
+    m = -np.inf
+    for q in range(aptr[n - 1], aptr[n]):
+        v = alpha[q] + theta[stop0 + q - aptr[n - 1]]
+        if v > m:
+            m = v
+    acc = 0.0
+    for q in range(aptr[n - 1], aptr[n]):
+        acc += np.exp(alpha[q] + theta[stop0 + q - aptr[n - 1]] - m)
+    return m + np.log(acc)
+
+
+# The scaled lattice sums: when the transition scores of a sentence span less than this, exp(tr - top)
+# is at least e^-600 for every pair and the sums below cannot underflow (see _lattice_scaled).
+_LATTICE_RANGE = 600.0
+
+
+@numba.njit(cache=True, no_cpython_wrapper=True)
+def _lattice_scaled(theta, first, P, ex):
+    """(top, c, ok) of a sentence's P transition scores theta[first:first + P], every other pair 0:
+    ex[k] = exp(theta[first + k] - top) and c = exp(-top), top the largest score.  ``ok`` when the scores
+    span less than ``_LATTICE_RANGE``: then every factor lies in [e^-600, 1], a chart sum
+    sum_r exp(alpha[r] - m) exp(tr - top) is at least e^-600 (its largest alpha term), and the terms that
+    underflow to 0 are below e^-745, a relative error under e^-145: the scaled sums are exact to
+    float64 precision.  Otherwise the kernels sum in log space."""
+    top = 0.0
+    low = 0.0
+    for k in range(P):
+        v = theta[first + k]
+        if v > top:
+            top = v
+        if v < low:
+            low = v
+    for k in range(P):
+        ex[k] = np.exp(theta[first + k] - top)
+    return top, np.exp(-top), top - low < _LATTICE_RANGE
+
+
+@numba.njit(cache=True, no_cpython_wrapper=True)
+def _lattice_forward_scaled(theta, aptr, alab, start0, pidx, ex, top, c, alpha, p):
+    """:func:`_lattice_forward` by scaled sums (valid when :func:`_lattice_scaled` is ok):
+    alpha[q] = theta[q] + m + top + log sum_r exp(alpha[r] - m) exp(tr[a_r, b] - top), m = max_r alpha[r]."""
+    n = aptr.shape[0] - 1
+    for q in range(aptr[0], aptr[1]):
+        alpha[q] = theta[start0 + q - aptr[0]] + theta[q]
+    for t in range(1, n):
+        m = -np.inf
+        for r in range(aptr[t - 1], aptr[t]):
+            if alpha[r] > m:
+                m = alpha[r]
+        for r in range(aptr[t - 1], aptr[t]):
+            p[r] = np.exp(alpha[r] - m)
+        for q in range(aptr[t], aptr[t + 1]):
+            b = alab[q]
+            acc = 0.0
+            for r in range(aptr[t - 1], aptr[t]):
+                k = pidx[alab[r], b]
+                acc += p[r] * (ex[k] if k >= 0 else c)
+            alpha[q] = theta[q] + m + top + np.log(acc)
+
+
+@numba.njit(cache=True, no_cpython_wrapper=True)
+def _lattice_backward_scaled(theta, aptr, alab, stop0, pidx, ex, top, c, beta, p):
+    """:func:`_lattice_backward` by scaled sums (see :func:`_lattice_forward_scaled`)."""
+    n = aptr.shape[0] - 1
+    for q in range(aptr[n - 1], aptr[n]):
+        beta[q] = theta[stop0 + q - aptr[n - 1]]
+    for t in range(n - 2, -1, -1):
+        m = -np.inf
+        for r in range(aptr[t + 1], aptr[t + 2]):
+            v = theta[r] + beta[r]
+            if v > m:
+                m = v
+        for r in range(aptr[t + 1], aptr[t + 2]):
+            p[r] = np.exp(theta[r] + beta[r] - m)
+        for q in range(aptr[t], aptr[t + 1]):
+            a = alab[q]
+            acc = 0.0
+            for r in range(aptr[t + 1], aptr[t + 2]):
+                k = pidx[a, alab[r]]
+                acc += p[r] * (ex[k] if k >= 0 else c)
+            beta[q] = m + top + np.log(acc)
+
+
+@numba.njit(cache=True)
+def _lattice_marginals(theta, aptr, alab, pairs, tr, pidx, out):
+    """log Z and the marginals of a lattice's flat part vector ``theta`` into ``out`` (its layout):
+    node entries exp(alpha + beta - log Z), each pair's expected count summed over the positions, the
+    first and the last token's node marginals."""
+    n = aptr.shape[0] - 1
+    Q = aptr[n]
+    P = pairs.shape[0]
+    start0 = Q + P
+    stop0 = start0 + aptr[1] - aptr[0]
+    _lattice_set(theta, Q, pairs, tr, pidx)
+    alpha = np.empty(Q)
+    beta = np.empty(Q)
+    ex = np.empty(P)
+    top, c, scaled = _lattice_scaled(theta, Q, P, ex)
+    if scaled:
+        p = np.empty(Q)
+        _lattice_forward_scaled(theta, aptr, alab, start0, pidx, ex, top, c, alpha, p)
+        _lattice_backward_scaled(theta, aptr, alab, stop0, pidx, ex, top, c, beta, p)
+    else:
+        _lattice_forward(theta, aptr, alab, start0, tr, alpha)
+        _lattice_backward(theta, aptr, alab, stop0, tr, beta)
+    log_z = _lattice_log_z(theta, aptr, alpha, stop0)
+    for q in range(Q):
+        out[q] = np.exp(alpha[q] + beta[q] - log_z)
+    for k in range(P):
+        out[Q + k] = 0.0
+    # edge (r at t - 1, q at t): exp(alpha[r] + tr + theta[q] + beta[q] - log Z), for listed pairs only;
+    # scaled as exp(alpha[r] - x) ex[k] exp(g[q] - y) exp(x + y + top - log Z) with x, y the maxima
+    # (every factor but the last at most 1), in log space when that exponent exceeds _MAX_SHIFT
+    ea = np.empty(Q)
+    for t in range(1, n):
+        x = -np.inf
+        for r in range(aptr[t - 1], aptr[t]):
+            if alpha[r] > x:
+                x = alpha[r]
+        y = -np.inf
+        for q in range(aptr[t], aptr[t + 1]):
+            if theta[q] + beta[q] > y:
+                y = theta[q] + beta[q]
+        shift = x + y + top - log_z
+        if scaled and shift <= _MAX_SHIFT:
+            scale = np.exp(shift)
+            for r in range(aptr[t - 1], aptr[t]):
+                ea[r] = np.exp(alpha[r] - x) * scale
+            for q in range(aptr[t], aptr[t + 1]):
+                b = alab[q]
+                g = np.exp(theta[q] + beta[q] - y)
+                for r in range(aptr[t - 1], aptr[t]):
+                    k = pidx[alab[r], b]
+                    if k >= 0:
+                        out[Q + k] += ea[r] * ex[k] * g
+        else:
+            for q in range(aptr[t], aptr[t + 1]):
+                b = alab[q]
+                g = theta[q] + beta[q] - log_z
+                for r in range(aptr[t - 1], aptr[t]):
+                    k = pidx[alab[r], b]
+                    if k >= 0:
+                        out[Q + k] += np.exp(alpha[r] + tr[alab[r], b] + g)
+    for q in range(aptr[0], aptr[1]):
+        out[start0 + q] = out[q]
+    for q in range(aptr[n - 1], aptr[n]):
+        out[stop0 + q - aptr[n - 1]] = out[q]
+    _lattice_reset(pairs, tr, pidx)
+    return log_z
+
+
+@numba.njit(cache=True)
+def _lattice_log_partition(theta, aptr, alab, pairs, tr, pidx):
+    """log Z of a lattice's flat part vector (the forward chart only)."""
+    Q = aptr[aptr.shape[0] - 1]
+    P = pairs.shape[0]
+    _lattice_set(theta, Q, pairs, tr, pidx)
+    alpha = np.empty(Q)
+    ex = np.empty(P)
+    top, c, scaled = _lattice_scaled(theta, Q, P, ex)
+    if scaled:
+        _lattice_forward_scaled(theta, aptr, alab, Q + P, pidx, ex, top, c, alpha, np.empty(Q))
+    else:
+        _lattice_forward(theta, aptr, alab, Q + P, tr, alpha)
+    log_z = _lattice_log_z(theta, aptr, alpha, Q + P + aptr[1] - aptr[0])
+    _lattice_reset(pairs, tr, pidx)
+    return log_z
+
+
+@numba.njit(cache=True)
+def _lattice_viterbi(theta, aptr, alab, pairs, tr, pidx, path):
+    """Best labelling of a lattice's flat part vector into ``path`` (n,) (ties: the earliest entry);
+    returns its score."""
+    n = aptr.shape[0] - 1
+    Q = aptr[n]
+    P = pairs.shape[0]
+    start0 = Q + P
+    stop0 = start0 + aptr[1] - aptr[0]
+    _lattice_set(theta, Q, pairs, tr, pidx)
+    delta = np.empty(Q)
+    back = np.zeros(Q, dtype=np.int64)
+    for q in range(aptr[0], aptr[1]):
+        delta[q] = theta[start0 + q] + theta[q]
+    for t in range(1, n):
+        for q in range(aptr[t], aptr[t + 1]):
+            b = alab[q]
+            best = -np.inf
+            arg = aptr[t - 1]
+            for r in range(aptr[t - 1], aptr[t]):
+                v = delta[r] + tr[alab[r], b]
+                if v > best:
+                    best = v
+                    arg = r
+            delta[q] = theta[q] + best
+            back[q] = arg
+    best = -np.inf
+    arg = aptr[n - 1]
+    for q in range(aptr[n - 1], aptr[n]):
+        v = delta[q] + theta[stop0 + q - aptr[n - 1]]
+        if v > best:
+            best = v
+            arg = q
+    for t in range(n - 1, -1, -1):
+        path[t] = alab[arg]
+        arg = back[arg]
+    _lattice_reset(pairs, tr, pidx)
+    return best
+
+
+# ---------------------------------------------------------------------------
 # Validating wrappers
 # ---------------------------------------------------------------------------
 
@@ -661,3 +950,64 @@ def path_score(emissions: ArrayLike, transitions: ArrayLike, start: ArrayLike, s
     if y.shape != (e.shape[0],) or y.min() < 0 or y.max() >= e.shape[1]:
         raise ValueError("path must hold one label in 0..L-1 per token")
     return float(st[y[0]] + e[np.arange(len(y)), y].sum() + tr[y[:-1], y[1:]].sum() + sp[y[-1]])
+
+
+_WORK = threading.local()  # per thread: L -> the (L, L) work space of the lattice kernels
+
+
+def _lattice_work(L: int) -> tuple[np.ndarray, np.ndarray]:
+    """The lattice kernels' ``tr`` (0.0) and ``pidx`` (-1) work space for L labels, one per thread."""
+    spaces = getattr(_WORK, "spaces", None)
+    if spaces is None:
+        spaces = _WORK.spaces = {}
+    if L not in spaces:
+        spaces[L] = (np.zeros((L, L)), np.full((L, L), -1, dtype=np.int64))
+    return spaces[L]
+
+
+def _check_lattice(theta: ArrayLike, aptr: ArrayLike, alab: ArrayLike, pairs: ArrayLike, L: int):
+    """float64 theta and int64 aptr, alab, pairs of a lattice's flat part vector, checked."""
+    th = np.ascontiguousarray(theta, dtype=np.float64)
+    ap = np.ascontiguousarray(aptr, dtype=np.int64)
+    al = np.ascontiguousarray(alab, dtype=np.int64)
+    pr = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)
+    n = ap.shape[0] - 1
+    if n < 1 or L < 1 or ap[0] != 0 or ap[-1] != al.shape[0] or (np.diff(ap) < 1).any():
+        raise ValueError("a lattice needs n >= 1 tokens, each with at least one label (aptr from 0 to len(alab))")
+    if (al.size and (al.min() < 0 or al.max() >= L)) or (pr.size and (pr.min() < 0 or pr.max() >= L)):
+        raise ValueError(f"lattice labels and pairs must lie in 0..{L - 1}")
+    size = al.shape[0] + pr.shape[0] + int(ap[1] - ap[0]) + int(ap[n] - ap[n - 1])
+    if th.shape != (size,):
+        raise ValueError(f"theta has shape {th.shape}, expected ({size},)")
+    if not np.isfinite(th).all():
+        raise ValueError("part scores must be finite")
+    return th, ap, al, pr
+
+
+def lattice_marginals(theta: ArrayLike, aptr: ArrayLike, alab: ArrayLike, pairs: ArrayLike,
+                      L: int) -> tuple[float, NDArray[np.float64]]:
+    """``(log Z, mu)`` of the chain restricted to a lattice (token t takes the labels
+    ``alab[aptr[t]:aptr[t + 1]]``, distinct), its scores one flat vector: a node score per lattice
+    entry, a score per pair of ``pairs`` (P, 2) (distinct; every other pair scores 0), a start score
+    per label of the first token and a stop score per label of the last; mu in the same layout."""
+    th, ap, al, pr = _check_lattice(theta, aptr, alab, pairs, L)
+    tr, pidx = _lattice_work(L)
+    out = np.empty(th.shape[0])
+    return float(_lattice_marginals(th, ap, al, pr, tr, pidx, out)), out
+
+
+def lattice_log_partition(theta: ArrayLike, aptr: ArrayLike, alab: ArrayLike, pairs: ArrayLike, L: int) -> float:
+    """log Z of a lattice's flat part vector (see :func:`lattice_marginals`)."""
+    th, ap, al, pr = _check_lattice(theta, aptr, alab, pairs, L)
+    tr, pidx = _lattice_work(L)
+    return float(_lattice_log_partition(th, ap, al, pr, tr, pidx))
+
+
+def lattice_viterbi(theta: ArrayLike, aptr: ArrayLike, alab: ArrayLike, pairs: ArrayLike,
+                    L: int) -> tuple[NDArray[np.int64], float]:
+    """The best labelling (label ids, length n) of a lattice's flat part vector and its score."""
+    th, ap, al, pr = _check_lattice(theta, aptr, alab, pairs, L)
+    tr, pidx = _lattice_work(L)
+    path = np.empty(ap.shape[0] - 1, dtype=np.int64)
+    score = _lattice_viterbi(th, ap, al, pr, tr, pidx, path)
+    return path, float(score)

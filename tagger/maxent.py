@@ -47,27 +47,6 @@ DICTIONARY_ARRAYS = {"dict_bytes": ("|u1", 1), "dict_offsets": ("<i8", 1), "dict
 RULED_OUT = -1e30
 
 
-def form_dictionary(tokens_list: Sequence[Sequence[str]], labels_list: Sequence[Sequence[str]],
-                    labels: Sequence[str], min_count: int) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """The dictionary of seen forms (as MorphoDiTa's and UDPipe 1's taggers keep one, Straka et al. 2016):
-    every form seen at least ``min_count`` times in the labelled sentences, with the ids (in ``labels``)
-    of the labels it had, sorted. Returns (forms, ptr (F+1,), label ids)."""
-    if min_count < 1:
-        raise ValueError(f"min_count must be >= 1, not {min_count}")
-    index = {y: k for k, y in enumerate(labels)}
-    seen: dict[str, set[int]] = {}
-    count: dict[str, int] = {}
-    for toks, tags in zip(tokens_list, labels_list):
-        for form, tag in zip(toks, tags):
-            seen.setdefault(form, set()).add(index[tag])
-            count[form] = count.get(form, 0) + 1
-    forms = sorted(form for form, n in count.items() if n >= min_count)
-    ptr = np.zeros(len(forms) + 1, dtype=np.int64)
-    np.cumsum([len(seen[form]) for form in forms], out=ptr[1:])
-    ids = np.array([k for form in forms for k in sorted(seen[form])], dtype=np.int64)
-    return forms, ptr, ids
-
-
 def history_predicates(prev2: str, prev1: str) -> tuple[str, str]:
     """The tag-history predicates of a position whose previous two tags are ``prev2``, ``prev1``."""
     return H1 + prev1, H2 + prev2 + "|" + prev1

@@ -23,7 +23,8 @@ from typing import Sequence
 import numpy as np
 
 from egnlp.features.chain_features import ChainFeatures, ChainFeaturizer
-from egnlp.tagger.chain_inference import part_log_partition, part_marginals, viterbi
+from egnlp.tagger.chain_inference import (lattice_log_partition, lattice_marginals, lattice_viterbi,
+                                          part_log_partition, part_marginals, viterbi)
 
 
 class TaggingProblem:
@@ -56,6 +57,9 @@ class TaggingProblem:
         count_type = np.uint8 if longest < 2 ** 8 else np.uint16 if longest < 2 ** 16 else np.uint32
         self.gold = np.zeros(features.n_parts, dtype=count_type)
         self.loss = np.zeros(features.n_parts, dtype=np.uint8)
+        if features.lattice is not None:
+            self._lattice_gold(gold_labels)
+            return
         part_of = np.full((L, L), -1, dtype=np.int64)
         part_of[features.trans_pairs[:, 0], features.trans_pairs[:, 1]] = np.arange(features.n_transitions)
         for i, labels in enumerate(gold_labels):
@@ -83,24 +87,47 @@ class TaggingProblem:
                 g[n * L + features.n_transitions + L + y[-1]] = 1
             self.loss[lo:lo + n * L] = 1 - node.reshape(-1)
 
+    def _lattice_gold(self, gold_labels: Sequence[Sequence[int]]) -> None:
+        """gold and loss in the layout of a lattice (:meth:`ChainFeatures.lattice_of`)."""
+        f = self.features
+        for i, labels in enumerate(gold_labels):
+            y = np.asarray(labels, dtype=np.int64)
+            n = f.length(i)
+            if n == 0:
+                raise ValueError(f"sentence {i} is empty")
+            if y.shape != (n,):
+                raise ValueError(f"sentence {i}: {y.shape[0] if y.ndim == 1 else y.shape} labels for {n} tokens")
+            if y.min() < 0 or y.max() >= f.n_labels:
+                raise ValueError(f"sentence {i}: label ids must lie in 0..{f.n_labels - 1}")
+            lo, hi = f.parts(i)
+            parts = f.labelling_parts(i, y)
+            aptr, alab, pairs = f.lattice_of(i)
+            if parts[alab.shape[0]:alab.shape[0] + pairs.shape[0]].sum() != n - 1:
+                raise ValueError(f"sentence {i}: a gold transition has no part (not seen when the features were "
+                                 "fitted)")
+            self.gold[lo:hi] = parts
+            self.loss[lo:lo + alab.shape[0]] = 1 - parts[:alab.shape[0]]
+
     def marginals(self, i: int, theta: np.ndarray) -> tuple[float, np.ndarray]:
         f = self.features
+        if f.lattice is not None:
+            return lattice_marginals(theta, *f.lattice_of(i), f.n_labels)
         return part_marginals(theta, f.length(i), f.n_labels, f.trans_pairs)
 
     def log_partition(self, i: int, theta: np.ndarray) -> float:
         f = self.features
+        if f.lattice is not None:
+            return lattice_log_partition(theta, *f.lattice_of(i), f.n_labels)
         return part_log_partition(theta, f.length(i), f.n_labels, f.trans_pairs)
 
     def argmax(self, i: int, theta: np.ndarray) -> np.ndarray:
-        path, _ = viterbi(*self.features.unpack(i, theta))
+        f = self.features
+        if f.lattice is not None:
+            path, _ = lattice_viterbi(theta, *f.lattice_of(i), f.n_labels)
+        else:
+            path, _ = viterbi(*f.unpack(i, theta))
         return self.path_parts(i, path)
 
     def path_parts(self, i: int, path: np.ndarray) -> np.ndarray:
         """The part-count vector of labelling ``path`` of sentence i."""
-        L = self.features.n_labels
-        n = len(path)
-        node = np.zeros((n, L))
-        node[np.arange(n), path] = 1.0
-        edge = np.zeros((L, L))
-        np.add.at(edge, (path[:-1], path[1:]), 1.0)
-        return self.features.pack(node, edge, node[0], node[-1])
+        return self.features.labelling_parts(i, path)

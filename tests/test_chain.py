@@ -260,3 +260,98 @@ def test_ties_unseen_and_forbidden_transitions(seed):
         assert z == pytest.approx(log_z, rel=1e-12)
         np.testing.assert_allclose(mu_e, edge, atol=1e-12)
         assert score == pytest.approx(best_score)
+
+
+# -- lattices (a label set per token) -------------------------------------------------------------
+
+def random_lattice(rng, n, L, scale=2.0, n_pairs=None):
+    """(theta, aptr, alab, pairs) of a random lattice: each token 1..L distinct labels, some listed pairs."""
+    sizes = rng.integers(1, L + 1, size=n)
+    alab = np.concatenate([np.sort(rng.choice(L, size=k, replace=False)) for k in sizes])
+    aptr = np.concatenate([[0], np.cumsum(sizes)])
+    every = np.array([(a, b) for a in range(L) for b in range(L)]).reshape(-1, 2)
+    k = rng.integers(0, L * L + 1) if n_pairs is None else n_pairs
+    pairs = every[np.sort(rng.choice(L * L, size=k, replace=False))]
+    theta = rng.normal(scale=scale, size=alab.shape[0] + k + sizes[0] + sizes[-1])
+    return theta, aptr, alab, pairs
+
+
+def lattice_brute_force(theta, aptr, alab, pairs, L):
+    """log Z, mu (the flat layout) and the best path's labels and score by enumerating the lattice."""
+    n = aptr.shape[0] - 1
+    Q, P = alab.shape[0], pairs.shape[0]
+    start0, stop0 = Q + P, Q + P + aptr[1] - aptr[0]
+    index = {(int(a), int(b)): k for k, (a, b) in enumerate(pairs)}
+    scores, used = [], []
+    for entries in itertools.product(*[range(aptr[t], aptr[t + 1]) for t in range(n)]):
+        parts = list(entries) + [start0 + entries[0] - aptr[0], stop0 + entries[-1] - aptr[n - 1]]
+        parts += [Q + index[int(alab[r]), int(alab[q])] for r, q in zip(entries, entries[1:])
+                  if (int(alab[r]), int(alab[q])) in index]
+        used.append((entries, parts))
+        scores.append(theta[parts].sum())
+    scores = np.array(scores)
+    log_z = np.logaddexp.reduce(scores)
+    mu = np.zeros(theta.shape[0])
+    for (_, parts), s in zip(used, scores):
+        np.add.at(mu, parts, np.exp(s - log_z))
+    best = int(np.argmax(scores))
+    return log_z, mu, alab[list(used[best][0])], float(scores[best])
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_lattice_against_brute_force(seed):
+    from egnlp.tagger.chain_inference import lattice_log_partition, lattice_marginals, lattice_viterbi
+    rng = np.random.default_rng(seed)
+    n, L = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+    theta, aptr, alab, pairs = random_lattice(rng, n, L, scale=2.0 if seed < 12 else 400.0)  # scaled / exact sums
+    log_z, mu, best, best_score = lattice_brute_force(theta, aptr, alab, pairs, L)
+    z, m = lattice_marginals(theta, aptr, alab, pairs, L)
+    assert z == pytest.approx(log_z, rel=1e-12, abs=1e-12)
+    np.testing.assert_allclose(m, mu, atol=1e-12)
+    assert lattice_log_partition(theta, aptr, alab, pairs, L) == pytest.approx(log_z, rel=1e-12, abs=1e-12)
+    path, score = lattice_viterbi(theta, aptr, alab, pairs, L)
+    np.testing.assert_array_equal(path, best)
+    assert score == pytest.approx(best_score, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed,scale,pair_scale", [(0, 1.0, 1.0), (1, 2000.0, 20.0), (2, 300.0, 300.0),
+                                                    (3, 3000.0, 3000.0)])
+def test_full_lattice_is_the_dense_chain_of_a_long_sentence(seed, scale, pair_scale):
+    """Every label at every token: the lattice's layout is the dense parts' (part_marginals), n = 150, with
+    scores up to thousands: scaled sums while the transition scores span less than 600, exact
+    log-space sums beyond (no overflow, no underflow either way)."""
+    from egnlp.tagger.chain_inference import lattice_log_partition, lattice_marginals, lattice_viterbi
+    rng = np.random.default_rng(seed)
+    n, L = 150, 7
+    every = np.array([(a, b) for a in range(L) for b in range(L)])
+    pairs = every[np.sort(rng.choice(L * L, size=20, replace=False))]
+    theta = rng.normal(scale=scale, size=n * L + 20 + 2 * L)
+    theta[n * L:n * L + 20] = rng.normal(scale=pair_scale, size=20)
+    aptr, alab = np.arange(n + 1) * L, np.tile(np.arange(L), n)
+    z, mu = lattice_marginals(theta, aptr, alab, pairs, L)
+    z0, mu0 = part_marginals(theta, n, L, pairs)
+    assert np.isfinite(z) and z == pytest.approx(z0, rel=1e-11)
+    np.testing.assert_allclose(mu, mu0, atol=1e-9)
+    assert lattice_log_partition(theta, aptr, alab, pairs, L) == pytest.approx(z0, rel=1e-11)
+    em = theta[:n * L].reshape(n, L)
+    tr = np.zeros((L, L))
+    tr[pairs[:, 0], pairs[:, 1]] = theta[n * L:n * L + 20]
+    best, score = viterbi(em, tr, theta[n * L + 20:n * L + 20 + L], theta[n * L + 20 + L:])
+    path, lscore = lattice_viterbi(theta, aptr, alab, pairs, L)
+    np.testing.assert_array_equal(path, best)
+    assert lscore == pytest.approx(score, rel=1e-12)
+
+
+def test_lattice_wrappers_reject_bad_input():
+    from egnlp.tagger.chain_inference import lattice_marginals
+    theta, aptr, alab, pairs = random_lattice(np.random.default_rng(0), 3, 3)
+    with pytest.raises(ValueError, match="theta has shape"):
+        lattice_marginals(theta[:-1], aptr, alab, pairs, 3)
+    with pytest.raises(ValueError, match="at least one label"):
+        lattice_marginals(theta, np.array([0, 0, len(alab)]), alab, pairs, 3)
+    with pytest.raises(ValueError, match="must lie in"):
+        lattice_marginals(theta, aptr, alab, pairs, 2)
+    bad = theta.copy()
+    bad[0] = np.inf
+    with pytest.raises(ValueError, match="finite"):
+        lattice_marginals(bad, aptr, alab, pairs, 3)

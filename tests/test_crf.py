@@ -276,3 +276,95 @@ def test_token_predicates_spelled_out_and_unchanged_by_the_form_memo():
     chunk = token_predicates(["He", "ran"], ["PRP", "VBD"], use_pos=True)[1]
     assert chunk[-9:] == ["t[-2]=<s>", "t[-1]=PRP", "t[0]=VBD", "t[1]=</s>", "t[2]=</s>",
                           "t[-2]|t[-1]=<s>|PRP", "t[-1]|t[0]=PRP|VBD", "t[0]|t[1]=VBD|</s>", "t[1]|t[2]=</s>|</s>"]
+
+
+# -- the tag dictionary: a lattice of labels per token ----------------------------------------------
+
+def lattice_problems(k=40, least=2):
+    tokens, labels = pos_data(k)
+    plain = ChainFeaturizer.fit(tokens, labels)
+    featurizer = plain.with_dictionary(tokens, labels, least)
+    return (tokens, labels, TaggingProblem.from_sentences(plain, tokens, labels),
+            TaggingProblem.from_sentences(featurizer, tokens, labels))
+
+
+def test_lattice_parts_score_and_count_as_the_dense_parts_they_keep():
+    """A node part of the lattice scores as the dense part (t, y); transition, start and stop parts as
+    their pairs and labels; the gold parts give the same phi(gold); a word seen twice takes only its tags."""
+    from egnlp.training.structured_problem import gold_minus
+
+    tokens, labels, dense, lat = lattice_problems()
+    fd, fl = dense.features, lat.features
+    assert fl.lattice is not None and fl.n_parts < fd.n_parts / 2
+    L, T = fd.n_labels, fd.n_transitions
+    w = np.random.default_rng(0).normal(size=fd.n_features)
+    ids = ChainFeaturizer.fit(tokens, labels).label_ids(labels)
+    for i in range(fd.n_examples):
+        s = fd.scores(*fd.parts(i), w)
+        sl = fl.scores(*fl.parts(i), w)
+        aptr, alab, pairs = fl.lattice_of(i)
+        n, Q, P = len(tokens[i]), alab.shape[0], pairs.shape[0]
+        rows = np.repeat(np.arange(n), np.diff(aptr))
+        np.testing.assert_array_equal(sl[:Q], s[rows * L + alab])
+        k = np.searchsorted(fd.trans_pairs[:, 0] * L + fd.trans_pairs[:, 1], pairs[:, 0] * L + pairs[:, 1])
+        np.testing.assert_array_equal(sl[Q:Q + P], s[n * L + k])
+        np.testing.assert_array_equal(sl[Q + P:Q + P + aptr[1]], s[n * L + T + alab[:aptr[1]]])
+        np.testing.assert_array_equal(sl[Q + P + aptr[1]:], s[n * L + T + L + alab[aptr[n - 1]:]])
+        lo, hi = fl.parts(i)
+        np.testing.assert_array_equal(lat.path_parts(i, ids[i]), lat.gold[lo:hi])
+        assert lat.loss[lo:lo + Q].sum() == Q - n
+    np.testing.assert_allclose(gold_minus(lat, np.zeros(fl.n_parts)), gold_minus(dense, np.zeros(fd.n_parts)))
+    counts = {}
+    for toks in tokens:
+        for word in toks:
+            counts[word] = counts.get(word, 0) + 1
+    the = [t for t, toks in enumerate(tokens) if "the" in toks][0]
+    aptr, alab, _ = fl.lattice_of(the)
+    at = tokens[the].index("the")
+    seen = {y for toks, tags in zip(tokens, labels) for w_, y in zip(toks, tags) if w_ == "the"}
+    assert len(alab[aptr[at]:aptr[at + 1]]) == len(seen)
+    rare = [(t, j) for t, toks in enumerate(tokens) for j, word in enumerate(toks) if counts[word] == 1][0]
+    aptr, alab, _ = fl.lattice_of(rare[0])
+    assert aptr[rare[1] + 1] - aptr[rare[1]] == L
+
+
+def test_eg_on_a_lattice_reaches_the_lbfgs_optimum_full_and_compact():
+    """EG closes the duality gap on the lattice problem (float64 state and compact), at the optimum that
+    L-BFGS finds for it; Viterbi decoding keeps to the lattice."""
+    from egnlp.tagger.crf import decode_ids
+
+    _, _, _, problem = lattice_problems(30)
+    C = 1.0
+    runs = [fit_eg_ll(problem, config=EGConfig(C=C, anneal=False, tol=1e-4, max_passes=200, seed=0,
+                                                compact=compact)) for compact in (False, True)]
+    full, compact = runs
+    assert full.converged and compact.converged and compact.final.rel_gap <= 1e-4
+    assert compact.final.primal == pytest.approx(full.final.primal, rel=1e-6)
+    res = minimize(lambda w: log_linear_gradient(problem, w, C), np.zeros(problem.features.n_features),
+                   jac=True, method="L-BFGS-B", options={"maxiter": 3000, "gtol": 1e-8, "ftol": 1e-15})
+    assert log_linear_primal(problem, full.weights * C, C) == pytest.approx(res.fun, rel=1e-4)
+    assert -full.final.dual <= res.fun * (1 + 1e-9)
+    f = problem.features
+    for i, path in enumerate(decode_ids(f, full.weights)):
+        aptr, alab, _ = f.lattice_of(i)
+        assert all(path[t] in alab[aptr[t]:aptr[t + 1]] for t in range(len(path)))
+
+
+def test_a_crf_with_a_dictionary_saves_loads_and_tags_the_same(tmp_path):
+    from egnlp.tagger.tagger_model import Tagger
+
+    tokens, labels = pos_data(60)
+    from egnlp.tagger_training import train_tagger
+    tagger, _ = train_tagger(tokens, labels, max_passes=3, dictionary=2)
+    assert tagger.info["dictionary"] == 2 and tagger.model.featurizer.min_count == 2
+    test_tokens, _ = pos_data(20, "test.txt")
+    tagger.save(tmp_path / "m.npz")
+    loaded = Tagger.load(tmp_path / "m.npz")
+    assert loaded.model.predict(test_tokens) == tagger.model.predict(test_tokens)
+    node = loaded.model.marginals(test_tokens[0])
+    np.testing.assert_allclose(node.sum(axis=1), 1.0)
+    labels_, marginals = loaded.model.predict_marginals(test_tokens[:3])
+    np.testing.assert_allclose(marginals[0], node)
+    assert labels_ == tagger.model.predict(test_tokens[:3])
+    plain, _ = train_tagger(tokens, labels, max_passes=1)
+    assert plain.info["dictionary"] == 0 and plain.model.featurizer.dictionary is None

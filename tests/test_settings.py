@@ -122,3 +122,15 @@ def test_the_compact_dual_is_an_eg_setting_of_the_crf() -> None:
         TaggerSettings(trainer="lbfgs", compact=True)
     with pytest.raises(SettingsError, match="--compact-dual applies to --model crf"):
         TaggerSettings(model="maxent", compact=True)
+
+
+def test_the_crf_takes_a_tag_dictionary_when_its_parts_would_not_fit() -> None:
+    from egnlp.settings import CRF_DICTIONARY, CRF_DICTIONARY_PARTS
+
+    assert TaggerSettings().crf_dictionary(CRF_DICTIONARY_PARTS) == 0
+    assert TaggerSettings().crf_dictionary(CRF_DICTIONARY_PARTS + 1) == CRF_DICTIONARY > 0
+    assert TaggerSettings(dictionary=0).crf_dictionary(10 * CRF_DICTIONARY_PARTS) == 0
+    assert TaggerSettings(dictionary=5).crf_dictionary(1) == 5
+    assert TaggerSettings(model="maxent", dictionary=2).maxent_dictionary == 2
+    with pytest.raises(SettingsError, match="--dictionary"):
+        TaggerSettings(dictionary=-1)
