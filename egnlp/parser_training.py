@@ -107,13 +107,16 @@ def _dev_correct(job: tuple, block: Sequence[int]) -> list[int]:
     for s in block:
         lo, hi = pf.parts(s)
         k = len(gold[s]) + 1
-        keep = keeps[s] if keeps is not None else None
+        parts = pf.layout(s) if keeps is not None else None  # the kept arcs' parts only
         if order == 3:
             theta = pf.scores(lo, hi, w)
-            middle = n_sibling_parts(k)
-            heads = grand_argmax(theta[:middle], theta[middle:].reshape(k, k, k), k, root, keep)
+            if parts is not None:
+                heads = grand_argmax(theta[:parts.n_sib], theta[parts.n_sib:], k, root, parts=parts)
+            else:
+                middle = n_sibling_parts(k)
+                heads = grand_argmax(theta[:middle], theta[middle:].reshape(k, k, k), k, root)
         elif order == 2:
-            heads = sibling_argmax(pf.scores(lo, hi, w), k, root, keep)
+            heads = sibling_argmax(pf.scores(lo, hi, w), k, root, parts=parts)
         elif finals is not None and finals[s]:
             heads = final_on_root_argmax(argmax, pf.scores(lo, hi, w).reshape(k, k), root)
         else:
@@ -135,9 +138,10 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
     masks of the dev sentences (made once) the higher-order charts decode over."""
     argmax = tree_space(tree).argmax
     encoded = featurizer.encode(sentences)
+    keeps = list(pruner.masks(featurizer, encoded)) if pruner is not None else None
     pf = ArcPartFeatures(featurizer, encoded, budget if budget is not None else 0)
     if siblings is not None:
-        pf = SiblingPartFeatures(pf, siblings, encoded)
+        pf = SiblingPartFeatures(pf, siblings, encoded, keeps)
     if grand is not None:
         pf = GrandPartFeatures(pf, grand, encoded)
     order = 1 if siblings is None else 2 if grand is None else 3
@@ -148,7 +152,6 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
     finals = final_punct(sentences) if final_on_root else None
     gold = [np.asarray(s.heads) for s in sentences]
     total = sum(len(g) for g in gold)
-    keeps = list(pruner.masks(featurizer, encoded)) if pruner is not None else None
 
     unkept = [budget is not None and budget.room > 0]
 
@@ -198,7 +201,8 @@ def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: st
     adds grandparent parts to the sibling ones: a third-order
     :class:`~egnlp.parser.parsing_problem.GrandParsingProblem` whose features' ``grand`` hold the grandparent
     templates' alphabet.  ``keep`` (second and third order): a cascade's masks of the kept arcs of every
-    sentence, the gold arcs among them (:mod:`egnlp.parser.cascade`).
+    sentence, the gold arcs among them (:mod:`egnlp.parser.cascade`); the parts are then those of the
+    kept arcs only (:mod:`egnlp.features.kept_parts`).
     """
     siblings = siblings or grandparents
     missing = [i for i, s in enumerate(train) if s.heads is None]
@@ -213,12 +217,12 @@ def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: st
         featurizer.fit(encoded, heads)
     arcs = ArcPartFeatures(featurizer, encoded, cache_bytes)
     if grandparents:
-        sib = SiblingPartFeatures(arcs, SiblingFeaturizer().fit(encoded, heads), encoded)
+        sib = SiblingPartFeatures(arcs, SiblingFeaturizer().fit(encoded, heads), encoded, keep)
         problem = GrandParsingProblem(GrandPartFeatures(sib, GrandFeaturizer().fit(encoded, heads), encoded),
                                       heads, root, keep)
     elif siblings:
-        problem = SiblingParsingProblem(SiblingPartFeatures(arcs, SiblingFeaturizer().fit(encoded, heads), encoded),
-                                        heads, root, keep)
+        problem = SiblingParsingProblem(SiblingPartFeatures(arcs, SiblingFeaturizer().fit(encoded, heads), encoded,
+                                                            keep), heads, root, keep)
     else:
         problem = ParsingProblem(arcs, heads, root, tree)
     return featurizer, problem, time.perf_counter() - start
