@@ -139,7 +139,7 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
     argmax = tree_space(tree).argmax
     encoded = featurizer.encode(sentences)
     keeps = list(pruner.masks(featurizer, encoded)) if pruner is not None else None
-    pf = ArcPartFeatures(featurizer, encoded, budget if budget is not None else 0)
+    pf = ArcPartFeatures(featurizer, encoded, budget if budget is not None else 0, keeps)
     if siblings is not None:
         pf = SiblingPartFeatures(pf, siblings, encoded, keeps)
     if grand is not None:
@@ -215,7 +215,7 @@ def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: st
     heads = [s.heads for s in train]
     if not fitted:
         featurizer.fit(encoded, heads)
-    arcs = ArcPartFeatures(featurizer, encoded, cache_bytes)
+    arcs = ArcPartFeatures(featurizer, encoded, cache_bytes, keep if (siblings or grandparents) else None)
     if grandparents:
         sib = SiblingPartFeatures(arcs, SiblingFeaturizer().fit(encoded, heads), encoded, keep)
         problem = GrandParsingProblem(GrandPartFeatures(sib, GrandFeaturizer().fit(encoded, heads), encoded),
@@ -371,8 +371,8 @@ def _train_arcs(train: Sequence[Sentence], dev: Sequence[Sentence] | None, setti
 def train_pruner(featurizer: ArcFeaturizer, train: Sequence[Sentence], settings: ParserSettings, root: str
                  ) -> tuple[ArcPruner, list[np.ndarray], dict]:
     """A cascade's first stage (Koo and Collins 2010, Sec. 5): a first-order projective model over the fitted
-    arc features ``featurizer``, trained as the settings' first-order parser would be on all but the
-    training file's last tenth (the tuning split), and its threshold, the largest of
+    arc features ``featurizer``, trained as the settings' first-order parser would be (``cascade_passes``
+    passes at most when given) on all but the training file's last tenth (the tuning split), and its threshold, the largest of
     :data:`~egnlp.parser.cascade.THRESHOLDS` that keeps ``cascade_recall`` of the tuning split's gold arcs
     with ``cascade_top_k`` heads per word at most (:func:`~egnlp.parser.cascade.choose_threshold`).  Also the
     masks of every training sentence, the gold arcs added, and what the model records: the threshold, the
@@ -381,7 +381,8 @@ def train_pruner(featurizer: ArcFeaturizer, train: Sequence[Sentence], settings:
     start = time.process_time()
     cut = len(train) - len(train) // 10 if len(train) >= 10 else len(train)
     first = dataclasses.replace(settings, siblings=False, grandparents=False, cascade=False, patience=None,
-                                C_path=None, max_seconds=None)
+                                C_path=None, max_seconds=None,
+                                max_passes=settings.cascade_passes or settings.max_passes)
     spec, config = first.spec, first.trainer_configs()[0]
     _, problem, _ = build_parsing_problem(train[:cut], root, tree=PROJECTIVE, featurizer=featurizer)
     problem.jobs = resolve_jobs(settings.jobs)

@@ -320,9 +320,9 @@ def reachable(parts) -> np.ndarray:
 
 
 def test_pruned_layout_features_score_and_scatter_as_the_full_ones(es_train):
-    """Sibling and grandparent part features over the kept arcs only: the same scores as the full layout's
-    on the parts a tree of kept arcs may have, and a scatter of coefficients on them the same feature
-    vector."""
+    """Sibling and grandparent part features over the kept arcs only (the arcs' pair templates looked up for
+    the kept arcs only): the same scores as the full layout's on the parts a tree of kept arcs may have,
+    and a scatter of coefficients on them the same feature vector."""
     from egnlp.features.arc_featurizer import ArcFeaturizer
     from egnlp.features.arc_parts import ArcPartFeatures
     from egnlp.features.grandparents import GrandFeaturizer, GrandPartFeatures
@@ -343,8 +343,8 @@ def test_pruned_layout_features_score_and_scatter_as_the_full_ones(es_train):
         keep[np.asarray(h), np.arange(1, size)] = 1
         keeps.append(keep)
     full = GrandPartFeatures(SiblingPartFeatures(ArcPartFeatures(f, encoded), sib_f, encoded), grand_f, encoded)
-    kept = GrandPartFeatures(SiblingPartFeatures(ArcPartFeatures(f, encoded), sib_f, encoded, keeps), grand_f,
-                             encoded)
+    kept = GrandPartFeatures(SiblingPartFeatures(ArcPartFeatures(f, encoded, keeps=keeps), sib_f, encoded, keeps),
+                             grand_f, encoded)
     assert kept.n_parts < full.n_parts
     w = rng.normal(size=full.n_features)
     for i in range(len(train)):
