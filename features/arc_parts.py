@@ -106,6 +106,7 @@ def _set_entry(ent_ids, e, key, packed, hash_bits):
 
 
 _UNKNOWN = -2
+_NO_MASK = np.zeros(0, dtype=np.uint8)  # scores of every cell (_scores)
 _QUEUED = -3
 
 
@@ -426,9 +427,11 @@ def _entry_weights(ent_ids, w, out):
 
 
 @njit(cache=True)
-def _scores(cs, ws, outs):
+def _scores(cs, ws, outs, mask):
     """outs[t] (n+1, n+1) = ws[t] . phi(h -> m) of the compiled sentence ``cs`` for each weight vector of
-    the tuple ``ws``: the sums of the CSR features in another order (that of ArcFeaturizer.arc_scores).
+    the tuple ``ws``: the sums of the CSR features in another order (that of ArcFeaturizer.arc_scores);
+    0 on the cells where ``mask`` ((n+1)^2 uint8, or empty: none) is 0 (a cascade's arcs not kept, whose
+    scores no part reads: their in-between walk is skipped).
     Several vectors share one walk over the ids (BCFW scores an example at the iterate and at the point
     it records: about 0.75 of the time of two calls on es); each vector's sums are taken in the same
     order as alone, so the scores are the same bits."""
@@ -448,9 +451,10 @@ def _scores(cs, ws, outs):
     bias_at = 2 * size * n_keys
     acc = np.empty(k)
     pair_ptr, pair_ids, tags, pair_block, blocks = cs.pair_ptr, cs.pair_ids, cs.tags, cs.pair_block, cs.blocks
+    masked = mask.shape[0] > 0
     for h in range(size):
         for m in range(size):
-            if m == 0 or h == m:
+            if m == 0 or h == m or (masked and mask[h * size + m] == 0):
                 for t in range(k):
                     outs[t][h, m] = 0.0
                 continue
@@ -756,9 +760,9 @@ class ArcPartFeatures(PartRanges):
     :meth:`ArcFeaturizer.part_features`.  Keep the featurizer's alphabet fixed while it is used.
 
     ``keeps`` (optional, one (n+1, n+1) mask [head, modifier] per sentence: a cascade's kept arcs): in
-    alphabet mode the pair templates of the other arcs are not looked up, so their features and scores
-    lack them; for the parts above a cascade's arcs (:mod:`egnlp.features.kept_parts`), which read the
-    kept arcs' only."""
+    alphabet mode the pair templates of the other arcs are not looked up, so their features lack them,
+    and a whole sentence's scores are 0 on them; for the parts above a cascade's arcs
+    (:mod:`egnlp.features.kept_parts`), which read the kept arcs' only."""
 
     def __init__(self, featurizer, encoded: EncodedCorpus, cache_bytes: "int | CacheBudget" = 0, keeps=None):
         self.keeps = keeps
@@ -873,7 +877,8 @@ class ArcPartFeatures(PartRanges):
             cs = self.compiled(i)
             size = cs.n + 1
             if r1 - r0 == size * size:
-                _scores(cs, ws, tuple(out[at:at + size * size].reshape(size, size) for out in outs))
+                mask = _NO_MASK if self.keeps is None else (np.asarray(self.keeps[i]) != 0).astype(np.uint8).reshape(-1)
+                _scores(cs, ws, tuple(out[at:at + size * size].reshape(size, size) for out in outs), mask)
             else:
                 for w, out in zip(ws, outs):
                     _cells(cs, r0, r1, out[:0], w, out[at:at + r1 - r0], out[:0], np.empty(0, dtype=np.int64))

@@ -197,8 +197,10 @@ class Parser(NLTKBase):
         # a cascade's arcs are scored with the tag filter too: its pruner's masks hold none of the filtered
         # arcs unless every arc was scored (then so is this sentence's, below)
         prune = self.prune and (self.siblings is None or self.pruner is not None)
-        keeps = self.pruner.masks(self.featurizer, encoded) if self.pruner is not None else None
-        for s, arc in enumerate(self.featurizer.block_arc_scores(encoded, arc_w, prune)):
+        # a cascade's masks first: the arcs they do not keep are not scored (their lookups are skipped)
+        masks = list(self.pruner.masks(self.featurizer, encoded)) if self.pruner is not None else None
+        keeps = iter(masks) if masks is not None else None
+        for s, arc in enumerate(self.featurizer.block_arc_scores(encoded, arc_w, prune, masks)):
             mu = None
             if self.siblings is None:
                 try:
