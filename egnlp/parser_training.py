@@ -384,6 +384,8 @@ def train_pruner(featurizer: ArcFeaturizer, train: Sequence[Sentence], settings:
                                 C_path=None, max_seconds=None,
                                 max_passes=settings.cascade_passes or settings.max_passes)
     spec, config = first.spec, first.trainer_configs()[0]
+    if getattr(config, "evaluate", False):  # the pruner's objectives are never read: not computed (BCFW)
+        config = dataclasses.replace(config, evaluate=False)
     _, problem, _ = build_parsing_problem(train[:cut], root, tree=PROJECTIVE, featurizer=featurizer)
     problem.jobs = resolve_jobs(settings.jobs)
     with interrupts_between_passes():
