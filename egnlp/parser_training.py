@@ -107,13 +107,16 @@ def _dev_correct(job: tuple, block: Sequence[int]) -> list[int]:
     for s in block:
         lo, hi = pf.parts(s)
         k = len(gold[s]) + 1
-        keep = keeps[s] if keeps is not None else None
+        parts = pf.layout(s) if keeps is not None else None  # the kept arcs' parts only
         if order == 3:
             theta = pf.scores(lo, hi, w)
-            middle = n_sibling_parts(k)
-            heads = grand_argmax(theta[:middle], theta[middle:].reshape(k, k, k), k, root, keep)
+            if parts is not None:
+                heads = grand_argmax(theta[:parts.n_sib], theta[parts.n_sib:], k, root, parts=parts)
+            else:
+                middle = n_sibling_parts(k)
+                heads = grand_argmax(theta[:middle], theta[middle:].reshape(k, k, k), k, root)
         elif order == 2:
-            heads = sibling_argmax(pf.scores(lo, hi, w), k, root, keep)
+            heads = sibling_argmax(pf.scores(lo, hi, w), k, root, parts=parts)
         elif finals is not None and finals[s]:
             heads = final_on_root_argmax(argmax, pf.scores(lo, hi, w).reshape(k, k), root)
         else:
@@ -135,9 +138,10 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
     masks of the dev sentences (made once) the higher-order charts decode over."""
     argmax = tree_space(tree).argmax
     encoded = featurizer.encode(sentences)
-    pf = ArcPartFeatures(featurizer, encoded, budget if budget is not None else 0)
+    keeps = list(pruner.masks(featurizer, encoded)) if pruner is not None else None
+    pf = ArcPartFeatures(featurizer, encoded, budget if budget is not None else 0, keeps)
     if siblings is not None:
-        pf = SiblingPartFeatures(pf, siblings, encoded)
+        pf = SiblingPartFeatures(pf, siblings, encoded, keeps)
     if grand is not None:
         pf = GrandPartFeatures(pf, grand, encoded)
     order = 1 if siblings is None else 2 if grand is None else 3
@@ -148,7 +152,6 @@ def uas_scorer(featurizer: ArcFeaturizer, sentences: Sequence[Sentence], root: s
     finals = final_punct(sentences) if final_on_root else None
     gold = [np.asarray(s.heads) for s in sentences]
     total = sum(len(g) for g in gold)
-    keeps = list(pruner.masks(featurizer, encoded)) if pruner is not None else None
 
     unkept = [budget is not None and budget.room > 0]
 
@@ -198,7 +201,8 @@ def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: st
     adds grandparent parts to the sibling ones: a third-order
     :class:`~egnlp.parser.parsing_problem.GrandParsingProblem` whose features' ``grand`` hold the grandparent
     templates' alphabet.  ``keep`` (second and third order): a cascade's masks of the kept arcs of every
-    sentence, the gold arcs among them (:mod:`egnlp.parser.cascade`).
+    sentence, the gold arcs among them (:mod:`egnlp.parser.cascade`); the parts are then those of the
+    kept arcs only (:mod:`egnlp.features.kept_parts`).
     """
     siblings = siblings or grandparents
     missing = [i for i, s in enumerate(train) if s.heads is None]
@@ -211,14 +215,14 @@ def build_parsing_problem(train: Sequence[Sentence], root: str, feature_mode: st
     heads = [s.heads for s in train]
     if not fitted:
         featurizer.fit(encoded, heads)
-    arcs = ArcPartFeatures(featurizer, encoded, cache_bytes)
+    arcs = ArcPartFeatures(featurizer, encoded, cache_bytes, keep if (siblings or grandparents) else None)
     if grandparents:
-        sib = SiblingPartFeatures(arcs, SiblingFeaturizer().fit(encoded, heads), encoded)
+        sib = SiblingPartFeatures(arcs, SiblingFeaturizer().fit(encoded, heads), encoded, keep)
         problem = GrandParsingProblem(GrandPartFeatures(sib, GrandFeaturizer().fit(encoded, heads), encoded),
                                       heads, root, keep)
     elif siblings:
-        problem = SiblingParsingProblem(SiblingPartFeatures(arcs, SiblingFeaturizer().fit(encoded, heads), encoded),
-                                        heads, root, keep)
+        problem = SiblingParsingProblem(SiblingPartFeatures(arcs, SiblingFeaturizer().fit(encoded, heads), encoded,
+                                                            keep), heads, root, keep)
     else:
         problem = ParsingProblem(arcs, heads, root, tree)
     return featurizer, problem, time.perf_counter() - start
@@ -367,8 +371,8 @@ def _train_arcs(train: Sequence[Sentence], dev: Sequence[Sentence] | None, setti
 def train_pruner(featurizer: ArcFeaturizer, train: Sequence[Sentence], settings: ParserSettings, root: str
                  ) -> tuple[ArcPruner, list[np.ndarray], dict]:
     """A cascade's first stage (Koo and Collins 2010, Sec. 5): a first-order projective model over the fitted
-    arc features ``featurizer``, trained as the settings' first-order parser would be on all but the
-    training file's last tenth (the tuning split), and its threshold, the largest of
+    arc features ``featurizer``, trained as the settings' first-order parser would be (``cascade_passes``
+    passes at most when given) on all but the training file's last tenth (the tuning split), and its threshold, the largest of
     :data:`~egnlp.parser.cascade.THRESHOLDS` that keeps ``cascade_recall`` of the tuning split's gold arcs
     with ``cascade_top_k`` heads per word at most (:func:`~egnlp.parser.cascade.choose_threshold`).  Also the
     masks of every training sentence, the gold arcs added, and what the model records: the threshold, the
@@ -377,8 +381,11 @@ def train_pruner(featurizer: ArcFeaturizer, train: Sequence[Sentence], settings:
     start = time.process_time()
     cut = len(train) - len(train) // 10 if len(train) >= 10 else len(train)
     first = dataclasses.replace(settings, siblings=False, grandparents=False, cascade=False, patience=None,
-                                C_path=None, max_seconds=None)
+                                C_path=None, max_seconds=None,
+                                max_passes=settings.cascade_passes or settings.max_passes)
     spec, config = first.spec, first.trainer_configs()[0]
+    if getattr(config, "evaluate", False):  # the pruner's objectives are never read: not computed (BCFW)
+        config = dataclasses.replace(config, evaluate=False)
     _, problem, _ = build_parsing_problem(train[:cut], root, tree=PROJECTIVE, featurizer=featurizer)
     problem.jobs = resolve_jobs(settings.jobs)
     with interrupts_between_passes():

@@ -226,6 +226,9 @@ class ParserSettings:
                            "trained first, keeps each word's likeliest heads; the higher-order model trains and "
                            "parses over those arcs only.")
     cascade_top_k: int = option(6, "--cascade-top-k", "With --cascade: heads kept per word at most.")
+    cascade_passes: int | None = option(None, "--cascade-passes", "With --cascade: the first-order pruner's pass "
+                                        "limit (it only ranks each word's heads).", shown="as --passes",
+                                        metavar="<int>")
     cascade_recall: float = option(0.995, "--cascade-recall", "With --cascade: the pruning threshold is the "
                                    "largest that keeps this share of the gold arcs of the tuning split (the "
                                    "training file's last tenth, held out from the first-order model).")
@@ -267,7 +270,7 @@ class ParserSettings:
         for name in ("trainer", "order", "root", "tree", "tags", "feature_mode"):
             _check_choice(self, name)
         for name, least in (("max_passes", 0), ("patience", 0), ("cache_mb", 0), ("jobs", 1), ("workers", 1),
-                            ("hash_bits", 1), ("cascade_top_k", 1)):
+                            ("hash_bits", 1), ("cascade_top_k", 1), ("cascade_passes", 1)):
             _check_count(self, name, least)
         self._check_combinations()
         self.check_final_on_root(self.root)

@@ -21,7 +21,7 @@ ids) and :class:`ArcWeights` (the weights in the layouts the scorer reads).
 from __future__ import annotations
 
 import weakref
-from typing import Iterator, NamedTuple
+from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
 from numba import njit
@@ -185,6 +185,9 @@ def _filter_bit(table, key):
 # than the 2^14 entries of training's cache hold: with 2^17 the scorer took 0.94 of the time (pt_bosque
 # dev x8 in process, median ratio of 10 alternating rounds; 2^18 0.95, 2^16 0.99), the same sums.
 SCORE_CACHE_SIZE = 1 << 17
+
+# The mask of arc scores that leave out no arc (ArcFeaturizer.block_arc_scores).
+_NO_MASK = np.zeros(0, dtype=np.uint8)
 
 # The idmap of a KeyLookup whose ids are not read (scoring, hash mode): the same Numba type as a real one.
 _NO_IDMAP = np.full((0, N_SLOTS), -1, dtype=np.int32)
@@ -698,7 +701,7 @@ def _allowed_arcs(prefixes, mod_atoms, atoms, base, n, lookup, allowed):
 
 
 @njit(cache=True)
-def _arc_scores(sentence, flags, lookup, weights, store, tokens, prune, out):
+def _arc_scores(sentence, flags, lookup, weights, store, tokens, prune, out, mask):
     """out[h, m] = w . phi(h -> m): the sums of the CSR features, computed with less work.
 
     ``sentence``: a :class:`SentenceAtoms`; ``lookup``: a :class:`KeyLookup`;
@@ -711,7 +714,9 @@ def _arc_scores(sentence, flags, lookup, weights, store, tokens, prune, out):
     per arc (and once per block for a token that recurs, kept in ``tokens``);
     the in-between trigrams follow in a pass of their own
     (:func:`_add_between`).  With ``prune`` (alphabet mode), the arcs that
-    :func:`_allowed_arcs` rules out get -inf and cost no lookups.
+    :func:`_allowed_arcs` rules out get -inf and cost no lookups; so do the arcs
+    [head, modifier] where ``mask`` ((n+1)^2 uint8 row-major, or empty: none) is 0 (a
+    cascade's arcs not kept).
     """
     atoms, base, n = sentence.atoms, sentence.base, sentence.n
     hash_bits = lookup.hash_bits
@@ -764,6 +769,11 @@ def _arc_scores(sentence, flags, lookup, weights, store, tokens, prune, out):
     allowed = np.ones((n + 1, n + 1), dtype=np.bool_)
     if prune and hash_bits == 0:
         _allowed_arcs(prefixes, mod_atoms, atoms, base, n, lookup, allowed)
+    if mask.shape[0] > 0:
+        for h in range(n + 1):
+            for m in range(n + 1):
+                if mask[h * (n + 1) + m] == 0:
+                    allowed[h, m] = False
     for h in range(n + 1):
         if hash_bits == 0:
             _word_pairs(prefixes, mod_atoms, known, h, n, flags, lookup, keys, rows, pairs, allowed[h])
@@ -806,9 +816,10 @@ SCORES_AT_ONCE = 1 << 19
 
 
 @njit(cache=True)
-def _block_arc_scores(atoms, tok_ptr, flags, lookup, weights, store, tokens, prune, starts, out):
+def _block_arc_scores(atoms, tok_ptr, flags, lookup, weights, store, tokens, prune, starts, out, masks):
     """The :func:`_arc_scores` of each sentence ``s`` of ``tok_ptr`` (a run of an :class:`EncodedCorpus`'s,
-    ``starts`` (sentences + 1,) the offsets of their scores in ``out``), (n + 1) x (n + 1) at a time.
+    ``starts`` (sentences + 1,) the offsets of their scores in ``out``), (n + 1) x (n + 1) at a time;
+    ``masks``: each sentence's mask at the same offsets as its scores, or empty (none).
 
     One call for many sentences: a call of a kernel from Python checks and unpacks its arguments (here
     some thirty arrays) for about 8 microseconds; pt_bosque dev x8 makes 9,376 of them.
@@ -816,7 +827,8 @@ def _block_arc_scores(atoms, tok_ptr, flags, lookup, weights, store, tokens, pru
     for s in range(tok_ptr.shape[0] - 1):
         size = tok_ptr[s + 1] - tok_ptr[s]
         _arc_scores(SentenceAtoms(atoms, tok_ptr[s], size - 1), flags, lookup, weights, store, tokens, prune,
-                    out[starts[s] : starts[s + 1]].reshape((size, size)))
+                    out[starts[s] : starts[s + 1]].reshape((size, size)),
+                    masks[starts[s] : starts[s + 1]] if masks.shape[0] > 0 else masks)
 
 
 @njit(cache=True)
@@ -1026,16 +1038,20 @@ class ArcFeaturizer:
         store = between_store(np.empty((0, 2), dtype=np.int64), 0, self._merged_tags(rows))
         return self._scores(encoded, s, self.arc_weights(w), store, token_store(), prune)
 
-    def block_arc_scores(self, encoded: EncodedCorpus, w: np.ndarray | ArcWeights, prune: bool = False
-                         ) -> Iterator[np.ndarray]:
+    def block_arc_scores(self, encoded: EncodedCorpus, w: np.ndarray | ArcWeights, prune: bool = False,
+                         masks: Sequence[np.ndarray] | None = None) -> Iterator[np.ndarray]:
         """The arc scores of every sentence of ``encoded`` in turn, equal to :meth:`arc_scores`'s.
 
         The in-between trigrams' weights are summed once for the whole block (one
         :class:`BetweenStore`) when it has at most ``_BLOCK_TAGS`` distinct tags in a column, and the
         templates of a token alone once for the tokens that recur (one :class:`TokenStore`).  The scores
         of many sentences are made by one call of a kernel (:func:`_block_arc_scores`), into one array
-        of at most ``SCORES_AT_ONCE`` numbers unless a sentence needs more.
+        of at most ``SCORES_AT_ONCE`` numbers unless a sentence needs more.  ``masks`` (one (n+1, n+1)
+        mask [head, modifier] per sentence, a cascade's kept arcs): the others get -inf and cost no
+        lookups, as the arcs that ``prune`` rules out do.
         """
+        if masks is not None and len(masks) != len(encoded):
+            raise ValueError(f"{len(masks)} masks for {len(encoded)} sentences")
         weights = self.arc_weights(w)
         store = self._block_store(encoded)
         tokens = token_store()
@@ -1047,8 +1063,16 @@ class ArcFeaturizer:
             last = max(int(np.searchsorted(ends, before + SCORES_AT_ONCE, "right")), first + 1)
             starts = np.concatenate(([0], ends[first:last] - before))
             out = np.empty(int(starts[-1]))
+            flat = _NO_MASK
+            if masks is not None:
+                flat = np.empty(int(starts[-1]), dtype=np.uint8)
+                for s in range(last - first):
+                    mask = np.asarray(masks[first + s])
+                    if mask.shape != (sizes[first + s],) * 2:
+                        raise ValueError(f"sentence {first + s}: a mask of shape {mask.shape}")
+                    flat[starts[s]:starts[s + 1]] = (mask != 0).reshape(-1)
             _block_arc_scores(encoded.atoms, encoded.tok_ptr[first : last + 1], self.flags, self.score_lookup(),
-                              weights, store, tokens, prune, starts, out)
+                              weights, store, tokens, prune, starts, out, flat)
             for s in range(last - first):
                 yield out[starts[s] : starts[s + 1]].reshape(sizes[first + s], sizes[first + s])
             first = last
@@ -1086,7 +1110,7 @@ class ArcFeaturizer:
         n = encoded.length(s)
         out = np.empty((n + 1, n + 1))
         _arc_scores(SentenceAtoms(encoded.atoms, encoded.tok_ptr[s], n), self.flags, self.score_lookup(), weights,
-                    store, tokens, prune, out)
+                    store, tokens, prune, out, _NO_MASK)
         return out
 
     def config(self) -> dict:

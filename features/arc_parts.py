@@ -106,6 +106,7 @@ def _set_entry(ent_ids, e, key, packed, hash_bits):
 
 
 _UNKNOWN = -2
+_NO_MASK = np.zeros(0, dtype=np.uint8)  # scores of every cell (_scores)
 _QUEUED = -3
 
 
@@ -177,20 +178,25 @@ def _pair_memo(prefixes, mod_atoms, flags, head_class, mod_class, start):
 
 
 @njit(cache=True)
-def _look(table, k, h, keys, gate, memo, row, n_mod, mod_class, packed, queue):
-    """packed[k] for head h through :func:`_find_row`, with template k's memo row of h's class."""
+def _look(table, k, h, keys, gate, memo, row, n_mod, mod_class, packed, queue, allowed):
+    """packed[k] for head h through :func:`_find_row`, with template k's memo row of h's class; only the
+    modifiers m that ``allowed[m]`` lets h take are looked up (``gate`` is narrowed to them)."""
+    for m in range(gate.shape[0]):
+        gate[m] = gate[m] and allowed[m]
     _find_row(table, keys[k], h, gate, memo[row[k]:row[k] + n_mod[k]], mod_class[k], packed[k], queue)
 
 
 @njit(cache=True)
-def _pair_lookups(table, tag_table, keys, known, h, flags, memo, head_class, mod_class, start, packed, gate, queue):
+def _pair_lookups(table, tag_table, keys, known, h, flags, memo, head_class, mod_class, start, packed, gate, queue,
+                  allowed):
     """packed[k, m]: the packed ids of pair template k of h -> m (-1: absent, or ruled out without a
     lookup), for every m; ``keys`` from :func:`head_pair_keys`, the memo from :func:`_pair_memo`.
 
     Three rounds: hw.mw, hp.mp, hf.mf and the 4-grams; then the trigrams those allow; then hw.hp.mw.mp
     where its four trigrams are there (see the module docstring).  Templates over tags only are looked
     up in ``tag_table``.  ``known``: the bits of :func:`known_bits`, the heads' then the modifiers';
-    ``gate`` (n+1,) bool and ``queue`` (n+1,) int64 are work space.
+    ``gate`` (n+1,) bool and ``queue`` (n+1,) int64 are work space.  ``allowed`` (n+1,) bool: the modifiers
+    whose pairs are looked up (the others get -1: a cascade's arcs not kept, whose parts are not laid out).
     """
     size = keys.shape[1]
     head_bits = known[h]
@@ -200,42 +206,43 @@ def _pair_lookups(table, tag_table, keys, known, h, flags, memo, head_class, mod
         k = 7 * j
         for m in range(size):  # the head's word and the modifier's word
             gate[m] = (((head_bits & known[size + m]) >> (4 * j)) & 10) == 10
-        _look(table, k + 5, h, keys, gate, memo, row, n_mod, mod_class, packed, queue)
+        _look(table, k + 5, h, keys, gate, memo, row, n_mod, mod_class, packed, queue, allowed)
         gate[:] = True
-        _look(tag_table, k + 6, h, keys, gate, memo, row, n_mod, mod_class, packed, queue)
+        _look(tag_table, k + 6, h, keys, gate, memo, row, n_mod, mod_class, packed, queue, allowed)
     gate[:] = True
     for k in range(K_FEATS + 1, N_PAIR):
         if pair_used(k, flags):
-            _look(tag_table, k, h, keys, gate, memo, row, n_mod, mod_class, packed, queue)
+            _look(tag_table, k, h, keys, gate, memo, row, n_mod, mod_class, packed, queue, allowed)
     for j in range(n_pair_sets(flags)):
         k = 7 * j
         for m in range(size):  # hp.mp and the modifier's word.tag
             gate[m] = packed[k + 6, m] >= 0 and ((known[size + m] >> (4 * j)) & 4) != 0
-        _look(table, k + 1, h, keys, gate, memo, row, n_mod, mod_class, packed, queue)
+        _look(table, k + 1, h, keys, gate, memo, row, n_mod, mod_class, packed, queue, allowed)
         for m in range(size):  # hw.mw and the modifier's word.tag
             gate[m] = packed[k + 5, m] >= 0 and ((known[size + m] >> (4 * j)) & 4) != 0
-        _look(table, k + 2, h, keys, gate, memo, row, n_mod, mod_class, packed, queue)
+        _look(table, k + 2, h, keys, gate, memo, row, n_mod, mod_class, packed, queue, allowed)
         head_pair = ((head_bits >> (4 * j)) & 1) != 0  # the head's word.tag
         for m in range(size):
             gate[m] = head_pair and packed[k + 6, m] >= 0
-        _look(table, k + 3, h, keys, gate, memo, row, n_mod, mod_class, packed, queue)
+        _look(table, k + 3, h, keys, gate, memo, row, n_mod, mod_class, packed, queue, allowed)
         for m in range(size):
             gate[m] = head_pair and packed[k + 5, m] >= 0
-        _look(table, k + 4, h, keys, gate, memo, row, n_mod, mod_class, packed, queue)
+        _look(table, k + 4, h, keys, gate, memo, row, n_mod, mod_class, packed, queue, allowed)
         for m in range(size):
             gate[m] = packed[k + 1, m] >= 0 and packed[k + 2, m] >= 0 and packed[k + 3, m] >= 0 \
                 and packed[k + 4, m] >= 0
-        _look(table, k, h, keys, gate, memo, row, n_mod, mod_class, packed, queue)
+        _look(table, k, h, keys, gate, memo, row, n_mod, mod_class, packed, queue, allowed)
     if flags & USE_FEATS:
         for m in range(size):
             gate[m] = packed[K_FEATS + 1, m] >= 0
-        _look(tag_table, K_FEATS, h, keys, gate, memo, row, n_mod, mod_class, packed, queue)
+        _look(tag_table, K_FEATS, h, keys, gate, memo, row, n_mod, mod_class, packed, queue, allowed)
 
 
 @njit(cache=True)
-def _pair_ids(sentence, flags, table, tag_table, hash_bits, known, pair_ptr, pair_ids):
+def _pair_ids(sentence, flags, table, tag_table, hash_bits, known, pair_ptr, pair_ids, allowed):
     """The ids of the pair templates of every cell into ``pair_ptr`` / ``pair_ids`` (room for
-    2 N_PAIR ids a cell), those of a key alone then in the cell's slot, templates in key order."""
+    2 N_PAIR ids a cell), those of a key alone then in the cell's slot, templates in key order; in
+    alphabet mode only of the cells [head, modifier] that ``allowed`` (n+1, n+1) bool allows."""
     atoms, base, n = sentence.atoms, sentence.base, sentence.n
     size = n + 1
     prefixes = np.empty((size, N_PAIR), dtype=np.uint64)
@@ -258,7 +265,7 @@ def _pair_ids(sentence, flags, table, tag_table, hash_bits, known, pair_ptr, pai
         head_pair_keys(prefixes, mod_atoms, h, flags, keys)
         if hash_bits == 0:
             _pair_lookups(table, tag_table, keys, known, h, flags, memo, head_class, mod_class, start, packed, gate,
-                          queue)
+                          queue, allowed[h])
         for m in range(size):
             pair_ptr[h * size + m] = c
             if m == 0 or m == h:
@@ -388,12 +395,13 @@ def _expand_entries(ent_src, hash_bits):
 
 
 @njit(cache=True)
-def _compile(sentence, flags, table, tag_table, hash_bits, pair_ids):
+def _compile(sentence, flags, table, tag_table, hash_bits, pair_ids, allowed):
     """Compile one sentence (a :class:`~egnlp.features.arc_featurizer.SentenceAtoms`).
 
     ``table`` and ``tag_table``: the tables of :meth:`ArcFeaturizer.id_tables` in alphabet mode
     (``hash_bits`` 0), unused in hash mode; ``pair_ids`` (int32,
-    room for 2 N_PAIR ids a cell) receives the pair ids.  Returns the other fields of a
+    room for 2 N_PAIR ids a cell) receives the pair ids; ``allowed`` (n+1, n+1) bool: the cells whose pair
+    templates are looked up (alphabet mode), every one but for a cascade's sentence.  Returns the other fields of a
     :class:`CompiledSentence` after ``n``, in order, with the entries' sources after ``ent_ids``.
     """
     size = sentence.n + 1
@@ -403,7 +411,7 @@ def _compile(sentence, flags, table, tag_table, hash_bits, pair_ids):
     known = np.full(2 * size, -1, dtype=np.int64)
     _token_keys_of(sentence, flags, table, hash_bits, tok_keys, tok_packed, known)
     pair_ptr = np.empty(size * size + 1, dtype=np.int64)
-    _pair_ids(sentence, flags, table, tag_table, hash_bits, known, pair_ptr, pair_ids)
+    _pair_ids(sentence, flags, table, tag_table, hash_bits, known, pair_ptr, pair_ids, allowed)
     tags, values, pair_block, blocks, block_of, needed = _between_blocks(sentence.atoms, sentence.base, sentence.n)
     ent_ids, ent_src = _entries(tok_keys, tok_packed, values, blocks, block_of, needed, tag_table, hash_bits)
     return n_keys, ent_ids, ent_src, pair_ptr, tags, pair_block, blocks
@@ -419,9 +427,11 @@ def _entry_weights(ent_ids, w, out):
 
 
 @njit(cache=True)
-def _scores(cs, ws, outs):
+def _scores(cs, ws, outs, mask):
     """outs[t] (n+1, n+1) = ws[t] . phi(h -> m) of the compiled sentence ``cs`` for each weight vector of
-    the tuple ``ws``: the sums of the CSR features in another order (that of ArcFeaturizer.arc_scores).
+    the tuple ``ws``: the sums of the CSR features in another order (that of ArcFeaturizer.arc_scores);
+    0 on the cells where ``mask`` ((n+1)^2 uint8, or empty: none) is 0 (a cascade's arcs not kept, whose
+    scores no part reads: their in-between walk is skipped).
     Several vectors share one walk over the ids (BCFW scores an example at the iterate and at the point
     it records: about 0.75 of the time of two calls on es); each vector's sums are taken in the same
     order as alone, so the scores are the same bits."""
@@ -441,9 +451,10 @@ def _scores(cs, ws, outs):
     bias_at = 2 * size * n_keys
     acc = np.empty(k)
     pair_ptr, pair_ids, tags, pair_block, blocks = cs.pair_ptr, cs.pair_ids, cs.tags, cs.pair_block, cs.blocks
+    masked = mask.shape[0] > 0
     for h in range(size):
         for m in range(size):
-            if m == 0 or h == m:
+            if m == 0 or h == m or (masked and mask[h * size + m] == 0):
                 for t in range(k):
                     outs[t][h, m] = 0.0
                 continue
@@ -746,9 +757,17 @@ class ArcPartFeatures(PartRanges):
     """The arc features of an encoded corpus under an :class:`~egnlp.features.arc_featurizer.ArcFeaturizer`,
     computed one sentence at a time (see the module docstring): a
     :class:`~egnlp.training.structured_problem.PartFeatureSet` with the parts and ids of
-    :meth:`ArcFeaturizer.part_features`.  Keep the featurizer's alphabet fixed while it is used."""
+    :meth:`ArcFeaturizer.part_features`.  Keep the featurizer's alphabet fixed while it is used.
 
-    def __init__(self, featurizer, encoded: EncodedCorpus, cache_bytes: "int | CacheBudget" = 0):
+    ``keeps`` (optional, one (n+1, n+1) mask [head, modifier] per sentence: a cascade's kept arcs): in
+    alphabet mode the pair templates of the other arcs are not looked up, so their features lack them,
+    and a whole sentence's scores are 0 on them; for the parts above a cascade's arcs
+    (:mod:`egnlp.features.kept_parts`), which read the kept arcs' only."""
+
+    def __init__(self, featurizer, encoded: EncodedCorpus, cache_bytes: "int | CacheBudget" = 0, keeps=None):
+        self.keeps = keeps
+        if keeps is not None and len(keeps) != len(encoded):
+            raise ValueError("one mask of kept arcs per sentence is needed")
         self.budget = cache_bytes if isinstance(cache_bytes, CacheBudget) else CacheBudget(cache_bytes)
         self.encoded = encoded
         self.flags = int(featurizer.flags)
@@ -798,8 +817,14 @@ class ArcPartFeatures(PartRanges):
         if self._pair_ids.shape[0] < room:
             self._pair_ids = np.empty(room, dtype=np.int32)
         sentence = SentenceAtoms(enc.atoms, int(enc.tok_ptr[i]), n)
+        if self.keeps is None:
+            allowed = np.ones((n + 1, n + 1), dtype=np.bool_)
+        else:
+            allowed = np.asarray(self.keeps[i]) != 0
+            if allowed.shape != (n + 1, n + 1):
+                raise ValueError(f"sentence {i}: a mask of shape {allowed.shape} for {n} words")
         n_keys, ent_ids, ent_src, pair_ptr, tags, pair_block, blocks = _compile(
-            sentence, self.flags, self.table, self.tag_table, self.hash_bits, self._pair_ids)
+            sentence, self.flags, self.table, self.tag_table, self.hash_bits, self._pair_ids, allowed)
         cs = CompiledSentence(n, n_keys, ent_ids, pair_ptr, self._pair_ids, tags, pair_block, blocks)
         if self.budget.room > 0 and self.budget.take(KeptSentence.size_of(cs, ent_src)):
             kept = self._cache[i] = KeptSentence.pack(cs, ent_src)
@@ -852,7 +877,8 @@ class ArcPartFeatures(PartRanges):
             cs = self.compiled(i)
             size = cs.n + 1
             if r1 - r0 == size * size:
-                _scores(cs, ws, tuple(out[at:at + size * size].reshape(size, size) for out in outs))
+                mask = _NO_MASK if self.keeps is None else (np.asarray(self.keeps[i]) != 0).astype(np.uint8).reshape(-1)
+                _scores(cs, ws, tuple(out[at:at + size * size].reshape(size, size) for out in outs), mask)
             else:
                 for w, out in zip(ws, outs):
                     _cells(cs, r0, r1, out[:0], w, out[at:at + r1 - r0], out[:0], np.empty(0, dtype=np.int64))

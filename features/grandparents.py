@@ -42,6 +42,7 @@ from numba import njit
 
 from egnlp.features.arc_featurizer import read_only
 from egnlp.features.arc_parts import checked_vector, pair_classes
+from egnlp.features.kept_parts import KeptParts
 from egnlp.features.arc_templates import CPOS, POS, WORD, EncodedCorpus, dirdist_slot
 from egnlp.features.siblings import (LayeredPartFeatures, PartAlphabet, SiblingPartFeatures, alphabet_id,
                                      pair_row_keys, row_class_weights, triple_class_keys)
@@ -61,6 +62,7 @@ class CompiledGrand(NamedTuple):
     row_ids: np.ndarray  # (size^2, N_ROW_KEYS) int32: row g size + m
     part_class: np.ndarray  # (size^3,) int32: the class of cell (g size + h) size + m, -1 if it is not a part
     class_ids: np.ndarray  # (classes, N_CLASS_KEYS) int32
+    parts: KeptParts | None = None  # a pruned layout: part_class is per slot (:mod:`egnlp.features.kept_parts`)
 
 
 @njit(cache=True)
@@ -185,6 +187,81 @@ def _fold(size, coef, part_class, n_classes, row_coef, class_coef):
                     class_coef[part_class[cell + m]] += c
 
 
+@njit(cache=True)
+def _compile_kept(atoms, base, n, table_keys, table_vals, keep, hptr, hidx, goff, n_grand):
+    """The ids of the grandparent slots of the pruned layout of ``keep`` (:mod:`egnlp.features.kept_parts`):
+    row_ids as :func:`_compile` makes them (the rows of the slots only), part_class per slot (-1 for the
+    slot of g = m, no part), class_ids."""
+    size = n + 1
+    keys = np.empty(N_ROW_KEYS, dtype=np.uint64)
+    row_ids = np.full((size * size, N_ROW_KEYS), -1, dtype=np.int32)
+    done = np.zeros(size * size, dtype=np.uint8)
+    tag = np.empty(size, dtype=np.int64)
+    nt = pair_classes(atoms[base: base + size, POS].copy(), atoms[base: base + size, CPOS].copy(), tag)
+    memo = np.full(nt * nt * nt * 4, -1, dtype=np.int32)
+    part_class = np.full(n_grand, -1, dtype=np.int32)
+    class_ids = np.empty((min(memo.shape[0], n_grand), N_CLASS_KEYS), dtype=np.int32)
+    ckeys = np.empty(N_CLASS_KEYS, dtype=np.uint64)
+    n_classes = 0
+    for h in range(1, size):
+        for m in range(1, size):
+            q = goff[h, m]
+            if q < 0:
+                continue
+            for j in range(hptr[h], hptr[h + 1]):
+                g = hidx[j]
+                if g != m:
+                    row = g * size + m
+                    if not done[row]:
+                        done[row] = 1
+                        _row_keys(atoms, base, g, m, keys)
+                        for k in range(N_ROW_KEYS):
+                            row_ids[row, k] = alphabet_id(table_keys, table_vals, keys[k])
+                    at = ((tag[g] * nt + tag[h]) * nt + tag[m]) * 4 + _directions(g, h, m)
+                    if memo[at] < 0:
+                        _class_keys(atoms, base, g, h, m, ckeys)
+                        for k in range(N_CLASS_KEYS):
+                            class_ids[n_classes, k] = alphabet_id(table_keys, table_vals, ckeys[k])
+                        memo[at] = n_classes
+                        n_classes += 1
+                    part_class[q + j - hptr[h]] = memo[at]
+    return row_ids, part_class, class_ids[:n_classes].copy()
+
+
+@njit(cache=True)
+def _scores_kept(size, row_ids, part_class, class_ids, w, hptr, hidx, goff, out):
+    """out[slot] = the row's and the class's weights of every grandparent slot of a pruned layout, 0 on the
+    slots of no part."""
+    row_w, class_w = row_class_weights(row_ids, class_ids, w)
+    for h in range(1, size):
+        for m in range(1, size):
+            q = goff[h, m]
+            if q < 0:
+                continue
+            for j in range(hptr[h], hptr[h + 1]):
+                k = part_class[q]
+                out[q] = row_w[hidx[j] * size + m] + class_w[k] if k >= 0 else 0.0
+                q += 1
+
+
+@njit(cache=True)
+def _fold_kept(size, coef, part_class, n_classes, hptr, hidx, goff, row_coef, class_coef):
+    """The coefficients of the grandparent slots of a pruned layout summed per row and class."""
+    row_coef[:] = 0.0
+    class_coef[:n_classes] = 0.0
+    for h in range(1, size):
+        for m in range(1, size):
+            q = goff[h, m]
+            if q < 0:
+                continue
+            for j in range(hptr[h], hptr[h + 1]):
+                c = coef[q]
+                if c != 0.0 and part_class[q] >= 0:
+                    row_coef[hidx[j] * size + m] += c
+                    class_coef[part_class[q]] += c
+                q += 1
+
+
 class GrandFeaturizer(PartAlphabet):
     """The grandparent templates' alphabet: the keys of the gold grandparent parts of a training corpus,
     id = rank."""
@@ -193,12 +270,20 @@ class GrandFeaturizer(PartAlphabet):
     _gold_keys = staticmethod(_gold_keys)
     KEYS_PER_WORD = N_ROW_KEYS + N_CLASS_KEYS
 
-    def compile(self, encoded: EncodedCorpus, i: int, keep: np.ndarray | None = None) -> CompiledGrand:
+    def compile(self, encoded: EncodedCorpus, i: int, keep: np.ndarray | None = None,
+                parts: KeptParts | None = None) -> CompiledGrand:
         """The ids of sentence ``i`` of ``encoded`` (see the module docstring); with ``keep`` ((size, size)
         [head, modifier], a cascade's kept arcs), of the parts whose two arcs are kept only (the others
-        score 0, as cells that are no parts do)."""
+        score 0, as cells that are no parts do); with ``parts`` instead, of the slots of its pruned layout
+        (:mod:`egnlp.features.kept_parts`): ``part_class`` then has one entry per slot."""
         table_keys, table_vals = self._tables()
         n = encoded.length(i)
+        if parts is not None:
+            if parts.size != n + 1:
+                raise ValueError(f"a layout of size {parts.size} for a sentence of {n} words")
+            return CompiledGrand(n + 1, *_compile_kept(encoded.atoms, int(encoded.tok_ptr[i]), n, table_keys,
+                                                       table_vals, parts.keep, parts.hptr, parts.hidx, parts.goff,
+                                                       parts.n_grand), parts)
         mask = np.ones((n + 1, n + 1), dtype=np.uint8) if keep is None else np.ascontiguousarray(keep, dtype=np.uint8)
         return CompiledGrand(n + 1, *_compile(encoded.atoms, int(encoded.tok_ptr[i]), n, table_keys, table_vals,
                                               mask))
@@ -206,7 +291,13 @@ class GrandFeaturizer(PartAlphabet):
     @staticmethod
     def scores(cg: CompiledGrand, w: np.ndarray) -> np.ndarray:
         """The (size, size, size) scores ``G[g, h, m]`` of the sentence's grandparent parts under the
-        grandparent weights ``w`` (this featurizer's features only); 0 on cells that are not parts."""
+        grandparent weights ``w`` (this featurizer's features only); 0 on cells that are not parts.  Of a
+        pruned layout's compilation: the (n_grand,) scores of its slots."""
+        if cg.parts is not None:
+            out = np.empty(cg.parts.n_grand)
+            _scores_kept(cg.size, cg.row_ids, cg.part_class, cg.class_ids, read_only(w), cg.parts.hptr,
+                         cg.parts.hidx, cg.parts.goff, out)
+            return out
         out = np.empty(n_parts(cg.size))
         _scores(cg.size, cg.row_ids, cg.part_class, cg.class_ids, read_only(w), out)
         return out.reshape(cg.size, cg.size, cg.size)
@@ -217,7 +308,8 @@ class GrandPartFeatures(LayeredPartFeatures):
     the parts of a sentence are its sibling parts (``sib``, a
     :class:`~egnlp.features.siblings.SiblingPartFeatures`: features 0..sib.n_features - 1) followed by
     its (size, size, size) grandparent cells (module docstring; ``grand``'s features after the sibling
-    ones).  Part ranges must be whole sentences."""
+    ones), or with a ``sib`` over a cascade's kept arcs (its ``keeps``), the slots of the pruned layout
+    (:mod:`egnlp.features.kept_parts`).  Part ranges must be whole sentences."""
 
     def __init__(self, sib: SiblingPartFeatures, grand: GrandFeaturizer, encoded: EncodedCorpus):
         self.sib = self.lower = sib
@@ -228,7 +320,11 @@ class GrandPartFeatures(LayeredPartFeatures):
         self.n_sib_features = self.n_lower = int(sib.n_features)
         self.n_features = self.n_sib_features + grand.n_features
         sizes = np.diff(encoded.tok_ptr)
-        counts = np.diff(sib.part_ptr) + sizes ** 3
+        if sib.keeps is not None:
+            counts = np.diff(sib.part_ptr) + np.array([sib.layout(i).n_grand for i in range(sizes.shape[0])],
+                                                      dtype=np.int64)
+        else:
+            counts = np.diff(sib.part_ptr) + sizes ** 3
         self.part_ptr = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
         np.cumsum(counts, out=self.part_ptr[1:])
         self._compiled: tuple[int, CompiledGrand] | None = None
@@ -236,8 +332,17 @@ class GrandPartFeatures(LayeredPartFeatures):
     def compiled(self, i: int) -> CompiledGrand:
         """Sentence ``i``'s grandparent ids (compiled again at every visit of another sentence)."""
         if self._compiled is None or self._compiled[0] != i:
-            self._compiled = (i, self.grand.compile(self.encoded, i))
+            self._compiled = (i, self.grand.compile(self.encoded, i, parts=self.sib.layout(i)))
         return self._compiled[1]
+
+    @property
+    def keeps(self):
+        """The masks of the kept arcs whose pruned layout the parts follow, or None."""
+        return self.sib.keeps
+
+    def layout(self, i: int) -> KeptParts | None:
+        """Sentence ``i``'s pruned layout (None without masks)."""
+        return self.sib.layout(i)
 
     def keep(self, i: int) -> bool:
         """Keep sentence ``i``'s arcs and siblings while the budget has room (the grandparent ids are
@@ -265,8 +370,12 @@ class GrandPartFeatures(LayeredPartFeatures):
             sibs = self.sib.scores_many(slo, shi, [w[:self.n_sib_features] for w in ws])
             for w, sib, out in zip(ws, sibs, outs):
                 out[a - lo:middle - lo] = sib
-                _scores(cg.size, cg.row_ids, cg.part_class, cg.class_ids, read_only(w[self.n_sib_features:]),
-                        out[middle - lo:b - lo])
+                if cg.parts is not None:
+                    _scores_kept(cg.size, cg.row_ids, cg.part_class, cg.class_ids, read_only(w[self.n_sib_features:]),
+                                 cg.parts.hptr, cg.parts.hidx, cg.parts.goff, out[middle - lo:b - lo])
+                else:
+                    _scores(cg.size, cg.row_ids, cg.part_class, cg.class_ids, read_only(w[self.n_sib_features:]),
+                            out[middle - lo:b - lo])
         return outs
 
     def _layers(self, i: int, coef: np.ndarray):
@@ -276,5 +385,9 @@ class GrandPartFeatures(LayeredPartFeatures):
         cg = self.compiled(i)
         row_coef = np.empty(cg.row_ids.shape[0])
         class_coef = np.empty(cg.class_ids.shape[0])
-        _fold(cg.size, coef[middle - a:], cg.part_class, cg.class_ids.shape[0], row_coef, class_coef)
+        if cg.parts is not None:
+            _fold_kept(cg.size, coef[middle - a:], cg.part_class, cg.class_ids.shape[0], cg.parts.hptr,
+                       cg.parts.hidx, cg.parts.goff, row_coef, class_coef)
+        else:
+            _fold(cg.size, coef[middle - a:], cg.part_class, cg.class_ids.shape[0], row_coef, class_coef)
         return coef[:middle - a], cg, row_coef, class_coef

@@ -42,6 +42,7 @@ from egnlp.features.arc_featurizer import read_only
 from egnlp.features.arc_parts import PartRanges, check_target, checked_vector, pair_classes
 from egnlp.features.arc_templates import CPOS, POS, WORD, EncodedCorpus, dirdist_slot, nonzero_key, template_key
 from egnlp.features.hashing import KeyTable, hash_string, table_lookup
+from egnlp.features.kept_parts import KeptParts, kept_parts
 
 #: Version of the sibling template set, saved with second-order models and checked on load.
 SIBLING_TEMPLATES_VERSION = "mcdonald2006-siblings-v1"
@@ -58,6 +59,8 @@ class CompiledSiblings(NamedTuple):
     row_ids: np.ndarray  # (2 size^2, N_ROW_KEYS) int32: rows s size + m, then size^2 + h size + m (no sibling)
     part_class: np.ndarray  # (parts,) int32: each part's class
     class_ids: np.ndarray  # (classes, N_CLASS_KEYS) int32
+    keep: np.ndarray = np.ones((1, 1), dtype=np.uint8)  # the kept arcs of a compact layout
+    compact: bool = False  # the parts are the pruned layout of :mod:`egnlp.features.kept_parts`
 
 
 @njit(cache=True)
@@ -157,18 +160,22 @@ def alphabet_id(table_keys, table_vals, key):
 
 
 @njit(cache=True)
-def _compile(atoms, base, n, table_keys, table_vals, keep):
+def _compile(atoms, base, n, table_keys, table_vals, keep, compact, n_out):
     """The ids of the parts of the arcs [head, modifier] that ``keep`` (size, size) uint8 keeps (every arc for
-    training); the rows and parts of the others keep -1."""
+    training); the rows of the others keep -1, and so do their parts, or with ``compact`` they have none
+    (the pruned layout of :mod:`egnlp.features.kept_parts`), and neither have the parts (h, s, m) whose s is
+    no kept modifier of h (no tree of kept arcs has them).  ``n_out``: the number of parts."""
     size = n + 1
     keys = np.empty(N_ROW_KEYS, dtype=np.uint64)
     row_ids = np.full((2 * size * size, N_ROW_KEYS), -1, dtype=np.int32)
-    needed = np.zeros((size, size), dtype=np.uint8)  # the rows (s, m) of a sibling s of a kept arc h -> m
+    # the rows (s, m) of a sibling s of a kept arc h -> m (compact: s a kept modifier of h too)
+    needed = np.zeros((size, size), dtype=np.uint8)
     for h in range(size):
         for m in range(1, size):
             if m != h and keep[h, m]:
                 for x in range(min(h, m) + 1, max(h, m)):
-                    needed[x, m] = 1
+                    if not compact or keep[h, x]:
+                        needed[x, m] = 1
     for s in range(1, size):  # rows with a sibling: s and m words on the same side of some head
         for m in range(1, size):
             if abs(s - m) >= 1 and needed[s, m]:
@@ -186,7 +193,7 @@ def _compile(atoms, base, n, table_keys, table_vals, keep):
     tag = np.empty(size, dtype=np.int64)
     nt = pair_classes(atoms[base: base + size, POS].copy(), atoms[base: base + size, CPOS].copy(), tag)
     memo = np.full(nt * (nt + 1) * nt * 16, -1, dtype=np.int32)
-    part_class = np.empty(n_parts(size), dtype=np.int32)
+    part_class = np.empty(n_out, dtype=np.int32)
     # room for every class there may be (only the rows written take memory)
     class_ids = np.empty((min(memo.shape[0], part_class.shape[0]), N_CLASS_KEYS), dtype=np.int32)
     ckeys = np.empty(N_CLASS_KEYS, dtype=np.uint64)
@@ -197,12 +204,18 @@ def _compile(atoms, base, n, table_keys, table_vals, keep):
             if m == h:
                 continue
             if not keep[h, m]:
+                if compact:
+                    continue
                 for k in range(abs(h - m)):
                     part_class[p] = -1
                     p += 1
                 continue
             for k in range(abs(h - m)):
                 s = _sibling_of(h, m, k)
+                if compact and s >= 0 and not keep[h, s]:  # no tree over the kept arcs has this part
+                    part_class[p] = -1
+                    p += 1
+                    continue
                 slot = _slot_of(h, s, m)
                 ts = tag[s] if s >= 0 else nt
                 at = ((tag[h] * (nt + 1) + ts) * nt + tag[m]) * 16 + slot
@@ -240,17 +253,18 @@ def row_class_weights(row_ids, class_ids, w):
 
 
 @njit(cache=True)
-def _scores(size, arc, row_ids, part_class, class_ids, w, out):
-    """out[p] = arc[h, m] + the row's and the class's weights, for every part p of the sentence."""
+def _scores(size, arc, row_ids, part_class, class_ids, w, out, keep, compact):
+    """out[p] = arc[h, m] + the row's and the class's weights, for every part p of the sentence; with
+    ``compact``, of the pruned layout of the arcs ``keep`` keeps."""
     row_w, class_w = row_class_weights(row_ids, class_ids, w)
     p = 0
     for h in range(size):
         for m in range(1, size):
-            if m == h:
+            if m == h or (compact and not keep[h, m]):
                 continue
             a = arc[h, m]
             for k in range(abs(h - m)):
-                if part_class[p] < 0:  # a pruned arc's part (compiled with a mask): never read
+                if part_class[p] < 0:  # a pruned arc's part, or a sibling not kept (compiled with a mask): never read
                     out[p] = 0.0
                     p += 1
                     continue
@@ -261,15 +275,16 @@ def _scores(size, arc, row_ids, part_class, class_ids, w, out):
 
 
 @njit(cache=True)
-def _fold(size, coef, part_class, n_classes, arc_coef, row_coef, class_coef):
-    """The coefficients of the parts summed per arc, row and class."""
+def _fold(size, coef, part_class, n_classes, arc_coef, row_coef, class_coef, keep, compact):
+    """The coefficients of the parts summed per arc, row and class; with ``compact``, of the pruned layout
+    of the arcs ``keep`` keeps."""
     arc_coef[:] = 0.0
     row_coef[:] = 0.0
     class_coef[:n_classes] = 0.0
     p = 0
     for h in range(size):
         for m in range(1, size):
-            if m == h:
+            if m == h or (compact and not keep[h, m]):
                 continue
             total = 0.0
             for k in range(abs(h - m)):
@@ -277,8 +292,9 @@ def _fold(size, coef, part_class, n_classes, arc_coef, row_coef, class_coef):
                 row = s * size + m if s >= 0 else size * size + h * size + m
                 c = coef[p]
                 total += c
-                row_coef[row] += c
-                class_coef[part_class[p]] += c
+                if part_class[p] >= 0:  # else a part of the pruned layout that no tree has (coefficient 0)
+                    row_coef[row] += c
+                    class_coef[part_class[p]] += c
                 p += 1
             arc_coef[h * size + m] = total
 
@@ -352,15 +368,23 @@ class SiblingFeaturizer(PartAlphabet):
     _gold_keys = staticmethod(_gold_keys)
     KEYS_PER_WORD = N_ROW_KEYS + N_CLASS_KEYS
 
-    def compile(self, encoded: EncodedCorpus, i: int, keep: np.ndarray | None = None) -> CompiledSiblings:
+    def compile(self, encoded: EncodedCorpus, i: int, keep: np.ndarray | None = None,
+                parts: KeptParts | None = None) -> CompiledSiblings:
         """The ids of sentence ``i`` of ``encoded`` (see the module docstring); with ``keep`` ((size, size)
         [head, modifier], a cascade's kept arcs: :mod:`egnlp.parser.cascade`), of the kept arcs' parts only
-        (the others score 0 in :meth:`scores`, and a decoder over the mask never reads them)."""
+        (the others score 0 in :meth:`scores`, and a decoder over the mask never reads them); with ``parts``
+        instead, the parts of its pruned layout (:mod:`egnlp.features.kept_parts`) and no others."""
         table_keys, table_vals = self._tables()
         n = encoded.length(i)
+        if parts is not None:
+            if parts.size != n + 1:
+                raise ValueError(f"a layout of size {parts.size} for a sentence of {n} words")
+            row_ids, part_class, class_ids = _compile(encoded.atoms, int(encoded.tok_ptr[i]), n, table_keys,
+                                                      table_vals, parts.keep, True, parts.n_sib)
+            return CompiledSiblings(n + 1, row_ids, part_class, class_ids, parts.keep, True)
         mask = np.ones((n + 1, n + 1), dtype=np.uint8) if keep is None else np.ascontiguousarray(keep, dtype=np.uint8)
         row_ids, part_class, class_ids = _compile(encoded.atoms, int(encoded.tok_ptr[i]), n, table_keys, table_vals,
-                                                  mask)
+                                                  mask, False, n_parts(n + 1))
         return CompiledSiblings(n + 1, row_ids, part_class, class_ids)
 
     @staticmethod
@@ -368,7 +392,7 @@ class SiblingFeaturizer(PartAlphabet):
         """The scores of the sentence's sibling parts: ``arc`` (size, size) first-order scores plus the
         sibling weights ``w`` (this featurizer's features only)."""
         out = np.empty(cs.part_class.shape[0])
-        _scores(cs.size, arc, cs.row_ids, cs.part_class, cs.class_ids, read_only(w), out)
+        _scores(cs.size, arc, cs.row_ids, cs.part_class, cs.class_ids, read_only(w), out, cs.keep, cs.compact)
         return out
 
 
@@ -421,9 +445,13 @@ class SiblingPartFeatures(LayeredPartFeatures):
     """The parser's :class:`~egnlp.training.structured_problem.PartFeatureSet` with sibling parts: the parts of a
     sentence are its sibling parts (module docstring), the features the first-order ones of the part's
     arc (``arcs``, an :class:`~egnlp.features.arc_parts.ArcPartFeatures`, ids 0..arcs.n_features - 1)
-    and the sibling templates' (``siblings``, after them).  Part ranges must be whole sentences."""
+    and the sibling templates' (``siblings``, after them).  Part ranges must be whole sentences.
 
-    def __init__(self, arcs, siblings: SiblingFeaturizer, encoded: EncodedCorpus):
+    ``keeps`` (optional, one (size, size) mask [head, modifier] per sentence: a cascade's kept arcs): the
+    parts of a sentence are those of its kept arcs only, in the pruned layout of
+    :mod:`egnlp.features.kept_parts` (:meth:`layout`)."""
+
+    def __init__(self, arcs, siblings: SiblingFeaturizer, encoded: EncodedCorpus, keeps=None):
         self.arcs = arcs
         self.siblings = siblings
         self.encoded = encoded
@@ -431,11 +459,29 @@ class SiblingPartFeatures(LayeredPartFeatures):
         self.n_arc_features = self.n_lower = int(arcs.n_features)
         self.n_features = self.n_arc_features + siblings.n_features
         sizes = np.diff(encoded.tok_ptr)
-        counts = np.array([n_parts(int(k)) for k in sizes], dtype=np.int64)
+        self.keeps = keeps
+        self._layout: tuple[int, KeptParts] | None = None
+        if keeps is not None:
+            if len(keeps) != sizes.shape[0]:
+                raise ValueError("one mask of kept arcs per sentence is needed")
+            counts = np.array([self.layout(i).n_sib for i in range(sizes.shape[0])], dtype=np.int64)
+        else:
+            counts = np.array([n_parts(int(k)) for k in sizes], dtype=np.int64)
         self.part_ptr = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
         np.cumsum(counts, out=self.part_ptr[1:])
         self._compiled: tuple[int, CompiledSiblings] | None = None
         self._cache: dict[int, CompiledSiblings] = {}
+
+    def layout(self, i: int) -> KeptParts | None:
+        """Sentence ``i``'s pruned part layout (None without ``keeps``)."""
+        if self.keeps is None:
+            return None
+        if self._layout is None or self._layout[0] != i:
+            parts = kept_parts(self.keeps[i])
+            if parts.size != int(self.encoded.length(i)) + 1:
+                raise ValueError(f"sentence {i}: a mask of shape {parts.keep.shape} for {self.encoded.length(i)} words")
+            self._layout = (i, parts)
+        return self._layout[1]
 
     def compiled(self, i: int) -> CompiledSiblings:
         """Sentence ``i``'s sibling ids, kept for later passes while the arcs' cache budget
@@ -443,7 +489,7 @@ class SiblingPartFeatures(LayeredPartFeatures):
         if self._compiled is None or self._compiled[0] != i:
             cs = self._cache.get(i)
             if cs is None:
-                cs = self.siblings.compile(self.encoded, i)
+                cs = self.siblings.compile(self.encoded, i, parts=self.layout(i))
                 if self.arcs.budget.room > 0 and self.arcs.budget.take(cs.row_ids.nbytes + cs.part_class.nbytes
                                                                        + cs.class_ids.nbytes):
                     self._cache[i] = cs
@@ -472,7 +518,7 @@ class SiblingPartFeatures(LayeredPartFeatures):
             arcs = self.arcs.scores_many(alo, ahi, [w[:self.n_arc_features] for w in ws])
             for w, arc, out in zip(ws, arcs, outs):
                 _scores(cs.size, arc.reshape(cs.size, cs.size), cs.row_ids, cs.part_class, cs.class_ids,
-                        read_only(w[self.n_arc_features:]), out[a - lo:b - lo])
+                        read_only(w[self.n_arc_features:]), out[a - lo:b - lo], cs.keep, cs.compact)
         return outs
 
     def _layers(self, i: int, coef: np.ndarray):
@@ -482,5 +528,6 @@ class SiblingPartFeatures(LayeredPartFeatures):
         arc_coef = np.empty(cs.size * cs.size)
         row_coef = np.empty(cs.row_ids.shape[0])
         class_coef = np.empty(cs.class_ids.shape[0])
-        _fold(cs.size, coef, cs.part_class, cs.class_ids.shape[0], arc_coef, row_coef, class_coef)
+        _fold(cs.size, coef, cs.part_class, cs.class_ids.shape[0], arc_coef, row_coef, class_coef, cs.keep,
+              cs.compact)
         return arc_coef, cs, row_coef, class_coef

@@ -35,19 +35,38 @@ def prune_arcs(mu: ArrayLike, threshold: float, top_k: int, gold: ArrayLike | No
         raise ValueError(f"threshold must be in [0, 1], got {threshold!r}")
     if top_k < 1:
         raise ValueError(f"top_k must be at least 1, got {top_k!r}")
+    if np.isnan(arr).any():
+        raise ValueError("mu contains NaN")
     size = arr.shape[0]
-    scores = arr.copy()
-    scores[:, 0] = -np.inf
-    np.fill_diagonal(scores, -np.inf)
-    order = np.argsort(-scores[:, 1:], axis=0, kind="stable")  # heads of each modifier, best first
-    ranks = np.empty_like(order)
-    np.put_along_axis(ranks, order, np.arange(size)[:, None], axis=0)
-    best = scores[order[0], np.arange(1, size)]
-    keep = np.zeros((size, size), dtype=np.uint8)
-    keep[:, 1:] = (ranks < top_k) & (scores[:, 1:] >= threshold * best[None, :]) & (scores[:, 1:] > -np.inf)
-    keep[order[0], np.arange(1, size)] = 1
+    keep = _prune(np.ascontiguousarray(arr), float(threshold), int(top_k), np.zeros((size, size), dtype=np.uint8))
     if gold is not None:
         keep[np.asarray(gold, dtype=np.int64), np.arange(1, size)] = 1
+    return keep
+
+
+@numba.njit(cache=True)
+def _prune(mu, threshold, top_k, keep):
+    """keep[h, m] = 1 on the arcs :func:`prune_arcs` keeps (without gold): for each modifier m, its best
+    heads h != m picked one at a time (the highest score, ties to the smaller head), the first always, the
+    next ``top_k - 1`` when finite and at least ``threshold`` times the first."""
+    size = mu.shape[0]
+    taken = np.zeros(size, dtype=np.uint8)
+    for m in range(1, size):
+        taken[:] = 0
+        best = -np.inf
+        for r in range(min(top_k, size - 1)):
+            arg = -1
+            v = -np.inf
+            for h in range(size):
+                if h != m and not taken[h] and (arg < 0 or mu[h, m] > v):
+                    arg = h
+                    v = mu[h, m]
+            taken[arg] = 1
+            if r == 0:
+                best = v
+                keep[arg, m] = 1
+            elif v > -np.inf and v >= threshold * best:
+                keep[arg, m] = 1
     return keep
 
 

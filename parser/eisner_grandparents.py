@@ -89,6 +89,7 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from egnlp.features.kept_parts import KeptParts, grand_cells, tree_grand_slots
 from egnlp.parser.cascade import check_keep
 from egnlp.parser.eisner_siblings import check_theta
 from egnlp.parser.tree_checks import check_tree, float_scores, is_single_root, solve
@@ -550,17 +551,30 @@ def grand_parts(heads: ArrayLike) -> NDArray[np.int64]:
     return np.stack([arr[h], h, m], axis=1)
 
 
-def grand_indicator(heads: ArrayLike, size: int | None = None) -> NDArray[np.float64]:
+def grand_indicator(heads: ArrayLike, size: int | None = None, layout: KeptParts | None = None
+                    ) -> NDArray[np.float64]:
     """Indicator of the grandparent parts of a tree: (size, size, size) float64.
 
     1.0 at G[g, h, m] for each row of ``grand_parts(heads)``, 0.0 elsewhere.
     ``size`` (optional) must equal len(heads).  Any tree rooted at 0 is
-    accepted, projective or not (e.g. a gold tree).
+    accepted, projective or not (e.g. a gold tree).  With ``layout`` (a pruned layout,
+    :mod:`egnlp.features.kept_parts`, that keeps every arc of the tree): (layout.n_grand,) float64, 1.0 on
+    the slots of the tree's grandparent parts.
     """
     parts = grand_parts(heads)
     n1 = len(np.asarray(heads))
     if size is not None and size != n1:
         raise ValueError(f"size must equal len(heads) = {n1}, got {size!r}")
+    if layout is not None:
+        if layout.size != n1:
+            raise ValueError(f"a layout of size {layout.size} for a tree of size {n1}")
+        slots = tree_grand_slots(layout, check_tree(heads))
+        slots = slots[slots >= 0]
+        if slots.shape[0] != parts.shape[0]:
+            raise ValueError("the tree has an arc that the layout does not keep")
+        out = np.zeros(layout.n_grand)
+        out[slots] = 1.0
+        return out
     out = np.zeros((n1, n1, n1))
     out[parts[:, 0], parts[:, 1], parts[:, 2]] = 1.0
     return out
@@ -583,36 +597,51 @@ def _check_grand(G: ArrayLike, size: int) -> NDArray[np.float64]:
     return float_scores(arr, "G")
 
 
-def _prepare(theta: ArrayLike, G: ArrayLike, size: int, root: str, keep: ArrayLike | None):
-    """(theta, off, G, single, keep, hptr, hidx) validated for the kernels."""
+def _prepare(theta: ArrayLike, G: ArrayLike, size: int, root: str, keep: ArrayLike | None,
+             parts: KeptParts | None = None):
+    """(theta, off, G, single, keep, hptr, hidx) validated for the kernels; ``parts``: theta and G are in that
+    pruned layout (G then spread over the kernels' (size, size, size) cells), over its kept arcs."""
     single = is_single_root(root)
-    arr, off = check_theta(theta, size)
-    return (arr, off, _check_grand(G, off.shape[0]), single, *check_keep(keep, off.shape[0]))
+    arr, off = check_theta(theta, size, parts)
+    if parts is None:
+        return (arr, off, _check_grand(G, off.shape[0]), single, *check_keep(keep, off.shape[0]))
+    if keep is not None:
+        raise ValueError("give the kept arcs as keep or as a layout, not both")
+    g_arr = np.asarray(G)
+    if g_arr.shape != (parts.n_grand,):
+        raise ValueError(f"G must have the layout's ({parts.n_grand},) slots, got shape {g_arr.shape}")
+    g_arr = float_scores(g_arr, "G")
+    cube = np.zeros((size, size, size))
+    cube[grand_cells(parts)] = g_arr
+    return arr, off, cube, single, parts.keep, parts.hptr, parts.hidx
 
 
-def grand_argmax(theta: ArrayLike, G: ArrayLike, size: int, root: str = "multi", keep: ArrayLike | None = None
-                 ) -> NDArray[np.int64]:
+def grand_argmax(theta: ArrayLike, G: ArrayLike, size: int, root: str = "multi", keep: ArrayLike | None = None,
+                 parts: KeptParts | None = None) -> NDArray[np.int64]:
     """Highest-scoring projective tree under sibling and grandparent parts (Koo and Collins 2010).
 
     ``G``: (size, size, size) grandparent-part scores G[g, h, m]; ``theta`` (the sibling-part scores),
     ``size``, ``root``, the result (heads, (size,) int64) and its ties and errors as for
     :func:`~egnlp.parser.eisner_siblings.sibling_argmax`.  ``keep`` ((size, size) [head, modifier], nonzero
     on the arcs a tree may use; None: every arc) restricts the trees to the kept arcs: the chart then fills
-    only their items, for the kept heads of their heads (:mod:`egnlp.parser.cascade`).
+    only their items, for the kept heads of their heads (:mod:`egnlp.parser.cascade`).  ``parts`` instead
+    of ``keep``: a pruned layout (:mod:`egnlp.features.kept_parts`), theta and G holding the parts of its
+    kept arcs only (``parts.n_sib`` and ``parts.n_grand`` entries).
     """
-    return solve(_argmax_kernel, _prepare(theta, G, size, root, keep))[1]
+    return solve(_argmax_kernel, _prepare(theta, G, size, root, keep, parts))[1]
 
 
 def grand_log_partition(theta: ArrayLike, G: ArrayLike, size: int, root: str = "multi",
-                        keep: ArrayLike | None = None) -> float:
+                        keep: ArrayLike | None = None, parts: KeptParts | None = None) -> float:
     """log Z: log of the sum over the tree space of exp(tree score), in log space (-inf when every tree
     has score -inf); ``G`` as for :func:`grand_argmax`, the other arguments as for
     :func:`~egnlp.parser.eisner_siblings.sibling_log_partition`; ``keep`` as for :func:`grand_argmax`."""
-    return float(_inside_kernel(*_prepare(theta, G, size, root, keep)))
+    return float(_inside_kernel(*_prepare(theta, G, size, root, keep, parts)))
 
 
 def grand_marginals(
-    theta: ArrayLike, G: ArrayLike, size: int, root: str = "multi", keep: ArrayLike | None = None
+    theta: ArrayLike, G: ArrayLike, size: int, root: str = "multi", keep: ArrayLike | None = None,
+    parts: KeptParts | None = None
 ) -> tuple[float, NDArray[np.float64], NDArray[np.float64]]:
     """Sibling-part and grandparent-part marginals by inside-outside over projective trees.
 
@@ -632,8 +661,10 @@ def grand_marginals(
     Raises:
         ValueError: invalid input, or every tree has score -inf.
     """
-    log_z, mu_sib, mu_grand = solve(_inside_outside_kernel, _prepare(theta, G, size, root, keep),
+    log_z, mu_sib, mu_grand = solve(_inside_outside_kernel, _prepare(theta, G, size, root, keep, parts),
                                     "; marginals are undefined")
+    if parts is not None:  # the slots' marginals (a slot of g = m, or of g inside the arc's span, gets 0)
+        mu_grand = mu_grand[grand_cells(parts)]
     np.minimum(mu_sib, 1.0, out=mu_sib)
     np.minimum(mu_grand, 1.0, out=mu_grand)
     return float(log_z), mu_sib, mu_grand

@@ -76,6 +76,7 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from egnlp.features.kept_parts import KeptParts
 from egnlp.parser.cascade import check_keep
 from egnlp.parser.eisner import complete_items, complete_items_adjoint, lse_pair_adjoint, reduce_split
 from egnlp.parser.tree_checks import check_tree, float_scores, is_single_root, solve
@@ -449,7 +450,7 @@ def sibling_offsets(size: int) -> NDArray[np.int64]:
     return _offsets(_check_size(size))
 
 
-def arc_marginals(mu: ArrayLike, size: int) -> NDArray[np.float64]:
+def arc_marginals(mu: ArrayLike, size: int, parts: KeptParts | None = None) -> NDArray[np.float64]:
     """The arc marginals of sibling-part marginals: (size, size) float64 indexed [head, modifier].
 
     Every tree uses exactly one part of each of its arcs, so the probability of the arc h -> m is the
@@ -458,11 +459,12 @@ def arc_marginals(mu: ArrayLike, size: int) -> NDArray[np.float64]:
     with ``mu`` from :func:`sibling_marginals`, every column m >= 1 sums to 1.
 
     Args:
-        mu: (n_sibling_parts(size),) part marginals.
+        mu: (n_sibling_parts(size),) part marginals, or those of the pruned layout ``parts``
+            (:mod:`egnlp.features.kept_parts`).
         size: n + 1.
     """
-    arr, off = check_theta(mu, size)
-    cells = np.ones((size, size), dtype=bool)
+    arr, off = check_theta(mu, size, parts)
+    cells = np.ones((size, size), dtype=bool) if parts is None else parts.keep.astype(bool)
     cells[:, 0] = False
     np.fill_diagonal(cells, False)
     out = np.zeros((size, size))
@@ -471,30 +473,39 @@ def arc_marginals(mu: ArrayLike, size: int) -> NDArray[np.float64]:
     return out
 
 
-def tree_parts(heads: ArrayLike) -> NDArray[np.int64]:
+def tree_parts(heads: ArrayLike, parts: KeptParts | None = None) -> NDArray[np.int64]:
     """The flat sibling part used by each word of a tree.
 
     Args:
         heads: (n + 1,) integer heads of any tree rooted at 0 (projective or
             not), heads[0] = -1.
+        parts: a pruned layout (:mod:`egnlp.features.kept_parts`) that keeps every arc of the tree, or
+            None: the full layout.
 
     Returns:
         (n,) int64: entry m - 1 is the index of the part (heads[m], s, m) in
-        the layout of ``sibling_offsets(n + 1)``.
+        the layout of ``sibling_offsets(n + 1)`` (or of ``parts``).
     """
     arr = check_tree(heads)
-    return _tree_parts_kernel(arr, _offsets(arr.shape[0]))
+    if parts is None:
+        return _tree_parts_kernel(arr, _offsets(arr.shape[0]))
+    if parts.size != arr.shape[0]:
+        raise ValueError(f"a layout of size {parts.size} for a tree of size {arr.shape[0]}")
+    if not parts.keep[arr[1:], np.arange(1, arr.shape[0])].all():
+        raise ValueError("the tree has an arc that the layout does not keep")
+    return _tree_parts_kernel(arr, parts.off)
 
 
-def sibling_indicator(heads: ArrayLike) -> NDArray[np.float64]:
-    """Indicator of the sibling parts of a tree: (n_sibling_parts(n + 1),) float64.
+def sibling_indicator(heads: ArrayLike, parts: KeptParts | None = None) -> NDArray[np.float64]:
+    """Indicator of the sibling parts of a tree: (n_sibling_parts(n + 1),) float64 (or as long as the
+    pruned layout ``parts``, which keeps the tree's arcs).
 
     1.0 on the n parts the tree uses (one per word), 0.0 elsewhere.  Any tree
     rooted at 0 is accepted, projective or not (e.g. a gold tree).
     """
-    parts = tree_parts(heads)
-    out = np.zeros(n_sibling_parts(parts.shape[0] + 1))
-    out[parts] = 1.0
+    used = tree_parts(heads, parts)
+    out = np.zeros(n_sibling_parts(used.shape[0] + 1) if parts is None else parts.n_sib)
+    out[used] = 1.0
     return out
 
 
@@ -503,12 +514,20 @@ def sibling_indicator(heads: ArrayLike) -> NDArray[np.float64]:
 # ---------------------------------------------------------------------------
 
 
-def check_theta(theta: ArrayLike, size: int) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """Validate sibling-part scores for a sentence size; return (theta as C-contiguous float64, off)."""
+def check_theta(theta: ArrayLike, size: int, parts: KeptParts | None = None
+                ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Validate sibling-part scores for a sentence size (in the pruned layout ``parts`` when given); return
+    (theta as C-contiguous float64, off)."""
     size = _check_size(size)
     arr = np.asarray(theta)
     if arr.ndim != 1:
         raise ValueError(f"theta must be a 1-D array of sibling-part scores, got {arr.ndim} dimensions")
+    if parts is not None:
+        if parts.size != size:
+            raise ValueError(f"a layout of size {parts.size} for size {size}")
+        if arr.shape[0] != parts.n_sib:
+            raise ValueError(f"theta must have the layout's {parts.n_sib} entries, got {arr.shape[0]}")
+        return float_scores(arr, "theta"), parts.off
     expected = n_sibling_parts(size)
     if arr.shape[0] != expected:
         raise ValueError(
@@ -517,15 +536,21 @@ def check_theta(theta: ArrayLike, size: int) -> tuple[NDArray[np.float64], NDArr
     return float_scores(arr, "theta"), _offsets(size)
 
 
-def _prepare(theta: ArrayLike, size: int, root: str, keep: ArrayLike | None = None) -> tuple:
-    """(theta, off, single, keep, hptr, hidx) validated for the kernels."""
+def _prepare(theta: ArrayLike, size: int, root: str, keep: ArrayLike | None = None,
+             parts: KeptParts | None = None) -> tuple:
+    """(theta, off, single, keep, hptr, hidx) validated for the kernels; ``parts``: theta is in that pruned
+    layout, over its kept arcs (``keep`` must then be None)."""
     single = is_single_root(root)
-    arr, off = check_theta(theta, size)
+    arr, off = check_theta(theta, size, parts)
+    if parts is not None:
+        if keep is not None:
+            raise ValueError("give the kept arcs as keep or as a layout, not both")
+        return arr, off, single, parts.keep, parts.hptr, parts.hidx
     return (arr, off, single, *check_keep(keep, off.shape[0]))
 
 
-def sibling_argmax(theta: ArrayLike, size: int, root: str = "multi", keep: ArrayLike | None = None
-                   ) -> NDArray[np.int64]:
+def sibling_argmax(theta: ArrayLike, size: int, root: str = "multi", keep: ArrayLike | None = None,
+                   parts: KeptParts | None = None) -> NDArray[np.int64]:
     """Highest-scoring projective tree under sibling-part scores (McDonald and Pereira 2006).
 
     Args:
@@ -534,6 +559,8 @@ def sibling_argmax(theta: ArrayLike, size: int, root: str = "multi", keep: Array
         root: "multi" (any number of root children) or "single" (exactly one).
         keep: (size, size) [head, modifier], nonzero on the arcs a tree may use (None: every arc); the
             chart then fills only the items of kept arcs (:mod:`egnlp.parser.cascade`).
+        parts: instead of ``keep``, a pruned layout (:mod:`egnlp.features.kept_parts`): the trees of its
+            kept arcs, theta holding the parts of those arcs only (``parts.n_sib`` entries).
 
     Returns:
         heads: (size,) int64, heads[0] = -1.  Ties between trees are broken
@@ -542,11 +569,11 @@ def sibling_argmax(theta: ArrayLike, size: int, root: str = "multi", keep: Array
     Raises:
         ValueError: invalid input, or every tree has score -inf.
     """
-    return solve(_argmax_kernel, _prepare(theta, size, root, keep))[1]
+    return solve(_argmax_kernel, _prepare(theta, size, root, keep, parts))[1]
 
 
-def sibling_log_partition(theta: ArrayLike, size: int, root: str = "multi", keep: ArrayLike | None = None
-                          ) -> float:
+def sibling_log_partition(theta: ArrayLike, size: int, root: str = "multi", keep: ArrayLike | None = None,
+                          parts: KeptParts | None = None) -> float:
     """log Z: log of the sum over the tree space of exp(tree score).
 
     Computed in log space, so scores of magnitude 1e3 and sentences of
@@ -559,11 +586,11 @@ def sibling_log_partition(theta: ArrayLike, size: int, root: str = "multi", keep
         root: "multi" or "single".
         keep: the kept arcs, as for :func:`sibling_argmax`.
     """
-    return float(_inside_kernel(*_prepare(theta, size, root, keep)))
+    return float(_inside_kernel(*_prepare(theta, size, root, keep, parts)))
 
 
 def sibling_marginals(
-    theta: ArrayLike, size: int, root: str = "multi", keep: ArrayLike | None = None
+    theta: ArrayLike, size: int, root: str = "multi", keep: ArrayLike | None = None, parts: KeptParts | None = None
 ) -> tuple[float, NDArray[np.float64]]:
     """log Z and sibling-part marginals by inside-outside over projective trees.
 
@@ -585,7 +612,7 @@ def sibling_marginals(
     Raises:
         ValueError: invalid input, or every tree has score -inf.
     """
-    log_z, mu = solve(_inside_outside_kernel, _prepare(theta, size, root, keep), "; marginals are undefined")
+    log_z, mu = solve(_inside_outside_kernel, _prepare(theta, size, root, keep, parts), "; marginals are undefined")
     # Rounding in exp(term - item) can overshoot 1 by ~1e-16 * |log Z|.
     np.minimum(mu, 1.0, out=mu)
     return float(log_z), mu

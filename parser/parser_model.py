@@ -42,6 +42,7 @@ from egnlp.base.nltk_bases import NLTKBase, nltk_base
 from egnlp.base.files import ModelError, check_arrays, check_labels, check_weights, read_npz, write_npz_atomic
 from egnlp.features.arc_featurizer import ArcFeaturizer, ArcWeights
 from egnlp.features.arc_templates import TEMPLATES_VERSION, EncodedCorpus
+from egnlp.features.kept_parts import kept_parts
 from egnlp.parser.labeler import ArcLabeler
 from egnlp.parser.attachment import is_punct
 from egnlp.parser.tree_checks import NoTreeError, check_root
@@ -196,8 +197,10 @@ class Parser(NLTKBase):
         # a cascade's arcs are scored with the tag filter too: its pruner's masks hold none of the filtered
         # arcs unless every arc was scored (then so is this sentence's, below)
         prune = self.prune and (self.siblings is None or self.pruner is not None)
-        keeps = self.pruner.masks(self.featurizer, encoded) if self.pruner is not None else None
-        for s, arc in enumerate(self.featurizer.block_arc_scores(encoded, arc_w, prune)):
+        # a cascade's masks first: the arcs they do not keep are not scored (their lookups are skipped)
+        masks = list(self.pruner.masks(self.featurizer, encoded)) if self.pruner is not None else None
+        keeps = iter(masks) if masks is not None else None
+        for s, arc in enumerate(self.featurizer.block_arc_scores(encoded, arc_w, prune, masks)):
             mu = None
             if self.siblings is None:
                 try:
@@ -215,18 +218,21 @@ class Parser(NLTKBase):
                 keep = next(keeps) if keeps is not None else None
                 if keep is not None and (arc[keep != 0] == -np.inf).any():  # the pruner decoded every arc
                     arc = self.featurizer.arc_scores(encoded, s, arc_w)
-                theta = self.siblings.scores(self.siblings.compile(encoded, s, keep), arc, sib_w)
+                # a cascade's sentence: the parts of its kept arcs only (egnlp.features.kept_parts)
+                parts = kept_parts(keep) if keep is not None else None
+                theta = self.siblings.scores(self.siblings.compile(encoded, s, parts=parts), arc, sib_w)
                 if self.grand is None:
                     from egnlp.parser.eisner_siblings import sibling_argmax, sibling_marginals
-                    heads = sibling_argmax(theta, size, self.root, keep)
+                    heads = sibling_argmax(theta, size, self.root, parts=parts)
                     if marginals:
-                        mu = arc_marginals(sibling_marginals(theta, size, self.root, keep)[1], size)
+                        mu = arc_marginals(sibling_marginals(theta, size, self.root, parts=parts)[1], size, parts)
                 else:
                     from egnlp.parser.eisner_grandparents import grand_argmax, grand_marginals
-                    grand = self.grand.scores(self.grand.compile(encoded, s, keep), grand_w)
-                    heads = grand_argmax(theta, grand, size, self.root, keep)
+                    grand = self.grand.scores(self.grand.compile(encoded, s, parts=parts), grand_w)
+                    heads = grand_argmax(theta, grand, size, self.root, parts=parts)
                     if marginals:
-                        mu = arc_marginals(grand_marginals(theta, grand, size, self.root, keep)[1], size)
+                        mu = arc_marginals(grand_marginals(theta, grand, size, self.root, parts=parts)[1], size,
+                                           parts)
             yield heads, mu
 
     def _argmax(self, arc: np.ndarray, final: bool) -> np.ndarray:

@@ -68,7 +68,7 @@ class ParsingProblem:
         for i, heads in enumerate(heads_list):
             lo, hi = features.parts(i)
             size = len(heads) + 1
-            if self._n_parts(size) != hi - lo:
+            if self._count(i, size) != hi - lo:
                 raise ValueError(f"sentence {i}: {len(heads)} heads for {hi - lo} {self.PART_KIND} parts")
             self.sizes[i] = size
             checked.append(_checked_heads(i, heads))
@@ -77,6 +77,10 @@ class ParsingProblem:
     @staticmethod
     def _n_parts(size: int) -> int:
         return size * size
+
+    def _count(self, i: int, size: int) -> int:
+        """The number of parts of sentence ``i`` of ``size`` positions."""
+        return self._n_parts(size)
 
     def _keep_gold(self, heads_list: list[np.ndarray]) -> None:
         """Set ``gold`` and ``loss`` from the checked gold heads of every sentence."""
@@ -116,11 +120,14 @@ class ParsingProblem:
         return arc_indicator(heads[1:], int(self.sizes[i]))
 
 
-def sibling_loss(heads, size: int) -> np.ndarray:
+def sibling_loss(heads, size: int, keep: np.ndarray | None = None) -> np.ndarray:
     """Hamming loss of every sibling part (:mod:`egnlp.parser.eisner_siblings` layout) of a sentence with gold
-    ``heads`` (words 1..size-1): 1 on the parts of every arc but the gold ones, as uint8."""
+    ``heads`` (words 1..size-1): 1 on the parts of every arc but the gold ones, as uint8; with ``keep``, of
+    the pruned layout of those kept arcs (:mod:`egnlp.features.kept_parts`)."""
     h, m = np.meshgrid(np.arange(size), np.arange(size), indexing="ij")
     valid = (m >= 1) & (h != m)
+    if keep is not None:
+        valid &= np.asarray(keep) != 0
     wrong = np.ones((size, size), dtype=np.uint8)
     wrong[np.asarray(heads, dtype=np.int64), np.arange(1, size)] = 0
     return np.repeat(wrong[valid], np.abs(h - m)[valid])
@@ -198,20 +205,42 @@ class SiblingParsingProblem(ParsingProblem):
     ``keep`` (optional, one (size, size) mask [head, modifier] per sentence, the gold arcs among the kept):
     the arcs a first-order pruner kept (:mod:`egnlp.parser.cascade`); the oracles then run over the trees of
     kept arcs only, the charts filling only their items, and the parts of the other arcs get marginal 0
-    and are never in an argmax (the pruned part space, under the unchanged seam)."""
+    and are never in an argmax (the pruned part space, under the unchanged seam).  When the features are
+    laid out over the same masks (their ``keeps``: :mod:`egnlp.features.kept_parts`), the parts of a
+    sentence are its kept arcs' only: every per-part vector grows with the kept arcs."""
 
     PART_KIND = "sibling"
 
     def __init__(self, features, heads_list, root: str = "multi", keep=None):
-        super().__init__(features, heads_list, root, PROJECTIVE)
         if keep is not None and len(keep) != len(heads_list):
             raise ValueError("one mask of kept arcs per sentence is needed")
         self.keep = keep
+        self._compact = getattr(features, "keeps", None) is not None
+        if self._compact and (keep is None or len(features.keeps) != len(keep)
+                              or any(a is not b for a, b in zip(features.keeps, keep))):
+            raise ValueError("features laid out over kept arcs need the problem's masks to be the same")
+        super().__init__(features, heads_list, root, PROJECTIVE)
+        if self._compact:
+            for i, heads in enumerate(self._heads):
+                if not np.asarray(keep[i])[heads, np.arange(1, heads.shape[0] + 1)].all():
+                    raise ValueError(f"sentence {i}: a gold arc the mask does not keep")
 
     def _keep(self, i: int):
-        return None if self.keep is None else self.keep[i]
+        return None if self.keep is None or self._compact else self.keep[i]
+
+    def _parts(self, i: int):
+        """Sentence ``i``'s pruned layout, or None (the full layout)."""
+        return self.features.layout(i) if self._compact else None
 
     _n_parts = staticmethod(n_sibling_parts)
+
+    def _count(self, i: int, size: int) -> int:
+        parts = self._parts(i)
+        return self._n_parts(size) if parts is None else self._kept_count(parts)
+
+    @staticmethod
+    def _kept_count(parts) -> int:
+        return parts.n_sib
 
     def _keep_gold(self, heads_list: list[np.ndarray]) -> None:
         # the cube-sized per-part vectors are made a sentence at a time, when a trainer reads them
@@ -220,23 +249,29 @@ class SiblingParsingProblem(ParsingProblem):
         self.loss = SentenceParts(self.features.part_ptr, self._loss_of)
 
     def _gold_of(self, i: int) -> np.ndarray:
-        gold = np.zeros(n_sibling_parts(int(self.sizes[i])), dtype=np.uint8)
-        gold[tree_parts(np.concatenate([[-1], self._heads[i]]))] = 1
+        parts = self._parts(i)
+        gold = np.zeros(n_sibling_parts(int(self.sizes[i])) if parts is None else parts.n_sib, dtype=np.uint8)
+        gold[tree_parts(np.concatenate([[-1], self._heads[i]]), parts)] = 1
         return gold
 
     def _loss_of(self, i: int) -> np.ndarray:
-        return sibling_loss(self._heads[i], int(self.sizes[i]))
+        parts = self._parts(i)
+        if parts is None:
+            return sibling_loss(self._heads[i], int(self.sizes[i]))
+        return sibling_loss(self._heads[i], int(self.sizes[i]), parts.keep)
 
     def marginals(self, i: int, theta: np.ndarray) -> tuple[float, np.ndarray]:
-        return sibling_marginals(np.asarray(theta, dtype=np.float64), int(self.sizes[i]), self.root, self._keep(i))
+        return sibling_marginals(np.asarray(theta, dtype=np.float64), int(self.sizes[i]), self.root, self._keep(i),
+                                 self._parts(i))
 
     def log_partition(self, i: int, theta: np.ndarray) -> float:
         return sibling_log_partition(np.asarray(theta, dtype=np.float64), int(self.sizes[i]), self.root,
-                                     self._keep(i))
+                                     self._keep(i), self._parts(i))
 
     def argmax(self, i: int, theta: np.ndarray) -> np.ndarray:
+        parts = self._parts(i)
         return sibling_indicator(sibling_argmax(np.asarray(theta, dtype=np.float64), int(self.sizes[i]), self.root,
-                                                self._keep(i)))
+                                                self._keep(i), parts), parts)
 
 
 class GrandParsingProblem(SiblingParsingProblem):
@@ -258,28 +293,38 @@ class GrandParsingProblem(SiblingParsingProblem):
     def _split(self, i: int, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
         size = int(self.sizes[i])
         theta = np.asarray(theta, dtype=np.float64)
+        parts = self._parts(i)
+        if parts is not None:
+            return theta[:parts.n_sib], theta[parts.n_sib:], size
         k = n_sibling_parts(size)
         return theta[:k], theta[k:].reshape(size, size, size), size
 
+    @staticmethod
+    def _kept_count(parts) -> int:
+        return parts.n_sib + parts.n_grand
+
     def _gold_of(self, i: int) -> np.ndarray:
         size = int(self.sizes[i])
-        grand = grand_indicator(np.concatenate([[-1], self._heads[i]]), size).astype(np.uint8)
+        grand = grand_indicator(np.concatenate([[-1], self._heads[i]]), size, self._parts(i)).astype(np.uint8)
         return np.concatenate([super()._gold_of(i), grand.reshape(-1)])
 
     def _loss_of(self, i: int) -> np.ndarray:
+        parts = self._parts(i)
         size = int(self.sizes[i])
-        return np.concatenate([super()._loss_of(i), np.zeros(size ** 3, dtype=np.uint8)])
+        return np.concatenate([super()._loss_of(i),
+                               np.zeros(size ** 3 if parts is None else parts.n_grand, dtype=np.uint8)])
 
     def marginals(self, i: int, theta: np.ndarray) -> tuple[float, np.ndarray]:
         sib, grand, size = self._split(i, theta)
-        log_z, mu_sib, mu_grand = grand_marginals(sib, grand, size, self.root, self._keep(i))
+        log_z, mu_sib, mu_grand = grand_marginals(sib, grand, size, self.root, self._keep(i), self._parts(i))
         return log_z, np.concatenate([mu_sib, mu_grand.reshape(-1)])
 
     def log_partition(self, i: int, theta: np.ndarray) -> float:
         sib, grand, size = self._split(i, theta)
-        return grand_log_partition(sib, grand, size, self.root, self._keep(i))
+        return grand_log_partition(sib, grand, size, self.root, self._keep(i), self._parts(i))
 
     def argmax(self, i: int, theta: np.ndarray) -> np.ndarray:
         sib, grand, size = self._split(i, theta)
-        heads = grand_argmax(sib, grand, size, self.root, self._keep(i))
-        return np.concatenate([sibling_indicator(heads), grand_indicator(heads, size).reshape(-1)])
+        parts = self._parts(i)
+        heads = grand_argmax(sib, grand, size, self.root, self._keep(i), parts)
+        return np.concatenate([sibling_indicator(heads, parts), grand_indicator(heads, size, parts).reshape(-1)])

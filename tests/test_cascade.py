@@ -251,3 +251,133 @@ def test_cascade_trains_saves_loads_and_decodes_over_its_masks(order, es_train, 
         write_npz_atomic(tmp_path / "bad.npz", bad_arrays, bad_meta)
         with pytest.raises(ModelError):
             Parser.load(tmp_path / "bad.npz")
+
+
+def compact(theta: np.ndarray, G: np.ndarray, parts) -> tuple[np.ndarray, np.ndarray]:
+    """Full-layout scores gathered into the pruned layout ``parts``: the kept arcs' sibling parts in
+    row-major order, and the grandparent slots."""
+    from egnlp.features.kept_parts import grand_cells
+
+    size = parts.size
+    off = sibling_offsets(size)
+    pieces = [theta[off[h, m]:off[h, m] + abs(h - m)] for h in range(size) for m in range(1, size)
+              if h != m and parts.keep[h, m]]
+    return np.concatenate(pieces), G[grand_cells(parts)]
+
+
+@pytest.mark.parametrize("root", ROOTS)
+@pytest.mark.parametrize("n", [1, 3, 6, 7])
+def test_the_pruned_layout_decodes_as_the_full_layout_over_the_same_mask(n, root):
+    """Scores laid out over the kept arcs only (features.kept_parts) give the same trees, log Z and marginals
+    as the full layout with the mask, bit for bit, and the parts of a tree map between the two layouts."""
+    from egnlp.features.kept_parts import grand_cells, kept_parts
+    from egnlp.parser.eisner_grandparents import grand_indicator
+    from egnlp.parser.eisner_siblings import arc_marginals, sibling_indicator
+
+    rng = np.random.default_rng(100 + n + len(root))
+    size = n + 1
+    for _ in range(3):
+        keep = random_keep(rng, n, root)
+        parts = kept_parts(keep)
+        assert parts.n_sib == sum(abs(h - m) for h in range(size) for m in range(1, size) if h != m and keep[h, m])
+        theta = rng.normal(scale=2.0, size=n_sibling_parts(size))
+        G = rng.normal(scale=2.0, size=(size,) * 3)
+        theta_c, G_c = compact(theta, G, parts)
+        heads = sibling_argmax(theta, size, root, keep)
+        np.testing.assert_array_equal(sibling_argmax(theta_c, size, root, parts=parts), heads)
+        assert sibling_log_partition(theta_c, size, root, parts=parts) == sibling_log_partition(theta, size, root, keep)
+        z, mu = sibling_marginals(theta, size, root, keep)
+        z_c, mu_c = sibling_marginals(theta_c, size, root, parts=parts)
+        assert z_c == z
+        np.testing.assert_array_equal(mu_c, compact(mu, G, parts)[0])
+        np.testing.assert_array_equal(arc_marginals(mu_c, size, parts), arc_marginals(mu, size))
+        np.testing.assert_array_equal(sibling_indicator(heads, parts), compact(sibling_indicator(heads), G, parts)[0])
+        heads = grand_argmax(theta, G, size, root, keep)
+        np.testing.assert_array_equal(grand_argmax(theta_c, G_c, size, root, parts=parts), heads)
+        assert grand_log_partition(theta_c, G_c, size, root, parts=parts) == grand_log_partition(theta, G, size, root,
+                                                                                                   keep)
+        z, mu, mu_g = grand_marginals(theta, G, size, root, keep)
+        z_c, mu_c, mu_gc = grand_marginals(theta_c, G_c, size, root, parts=parts)
+        assert z_c == z
+        np.testing.assert_array_equal(mu_c, compact(mu, G, parts)[0])
+        np.testing.assert_array_equal(mu_gc, mu_g[grand_cells(parts)])
+        indicator = grand_indicator(heads, size, parts)
+        np.testing.assert_array_equal(indicator, grand_indicator(heads, size)[grand_cells(parts)])
+        assert indicator.sum() == (heads[1:] > 0).sum()
+    with pytest.raises(ValueError, match="layout"):
+        sibling_argmax(np.zeros(parts.n_sib + 1), size, root, parts=parts)
+    with pytest.raises(ValueError, match="not both"):
+        sibling_argmax(theta_c, size, root, keep, parts=parts)
+
+
+def reachable(parts) -> np.ndarray:
+    """Whether each sibling part (h, s, m) of the pruned layout ``parts`` may be in a tree of its kept arcs:
+    s is none or a kept modifier of h."""
+    size = parts.size
+    out = [k == 0 or bool(parts.keep[h, h + k if m > h else h - k]) for h in range(size) for m in range(1, size)
+           if h != m and parts.keep[h, m] for k in range(abs(h - m))]
+    return np.array(out, dtype=bool)
+
+
+def test_pruned_layout_features_score_and_scatter_as_the_full_ones(es_train):
+    """Sibling and grandparent part features over the kept arcs only (the arcs' pair templates looked up for
+    the kept arcs only): the same scores as the full layout's on the parts a tree of kept arcs may have,
+    and a scatter of coefficients on them the same feature vector."""
+    from egnlp.features.arc_featurizer import ArcFeaturizer
+    from egnlp.features.arc_parts import ArcPartFeatures
+    from egnlp.features.grandparents import GrandFeaturizer, GrandPartFeatures
+    from egnlp.features.kept_parts import grand_cells
+    from egnlp.features.siblings import SiblingFeaturizer, SiblingPartFeatures
+
+    train = [s for s in es_train if len(s) <= 20][:12]
+    heads = [s.heads for s in train]
+    f = ArcFeaturizer.for_corpus(train)
+    encoded = f.encode(train)
+    f.fit(encoded, heads)
+    sib_f, grand_f = SiblingFeaturizer().fit(encoded, heads), GrandFeaturizer().fit(encoded, heads)
+    rng = np.random.default_rng(5)
+    keeps = []
+    for h in heads:
+        size = len(h) + 1
+        keep = (rng.random((size, size)) < 0.3).astype(np.uint8)
+        keep[np.asarray(h), np.arange(1, size)] = 1
+        keeps.append(keep)
+    full = GrandPartFeatures(SiblingPartFeatures(ArcPartFeatures(f, encoded), sib_f, encoded), grand_f, encoded)
+    kept = GrandPartFeatures(SiblingPartFeatures(ArcPartFeatures(f, encoded, keeps=keeps), sib_f, encoded, keeps),
+                             grand_f, encoded)
+    assert kept.n_parts < full.n_parts
+    w = rng.normal(size=full.n_features)
+    for i in range(len(train)):
+        parts = kept.layout(i)
+        lo, mid, hi = full.split(i)
+        klo, kmid, khi = kept.split(i)
+        s_full, s_kept = full.scores(lo, hi, w), kept.scores(klo, khi, w)
+        size = parts.size
+        sib_full = s_full[:mid - lo]
+        g_full = s_full[mid - lo:].reshape((size,) * 3)
+        theta_c, g_c = compact(sib_full, g_full, parts)
+        ok = reachable(parts)
+        assert ok.sum() < ok.shape[0] or size < 4
+        np.testing.assert_allclose(s_kept[:kmid - klo][ok], theta_c[ok], rtol=0, atol=1e-12)
+        g, hh, m = grand_cells(parts)
+        real = g != m
+        np.testing.assert_allclose(s_kept[kmid - klo:][real], g_c[real], rtol=0, atol=1e-12)
+        coef = rng.normal(size=khi - klo)
+        coef[kmid - klo:][~real] = 0.0
+        coef[:kmid - klo][~ok] = 0.0
+        full_coef = np.zeros(hi - lo)
+        off = sibling_offsets(size)
+        at = 0
+        for h_ in range(size):
+            for m_ in range(1, size):
+                if h_ != m_ and parts.keep[h_, m_]:
+                    k = abs(h_ - m_)
+                    full_coef[off[h_, m_]:off[h_, m_] + k] = coef[at:at + k]
+                    at += k
+        cube = np.zeros((size,) * 3)
+        cube[g, hh, m] = coef[kmid - klo:]
+        full_coef[mid - lo:] = cube.reshape(-1)
+        a, b = np.zeros(full.n_features), np.zeros(full.n_features)
+        full.scatter(lo, hi, full_coef, a)
+        kept.scatter(klo, khi, coef, b)
+        np.testing.assert_allclose(b, a, rtol=0, atol=1e-12)

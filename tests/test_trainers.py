@@ -233,6 +233,21 @@ def test_bcfw_objectives_summed_during_the_next_pass_equal_a_pass_of_their_own(m
     assert all(b > a for a, b in zip(seconds, seconds[1:]))  # each record's own optimisation time
 
 
+@pytest.mark.parametrize("average", [False, True])
+def test_bcfw_without_objectives_moves_the_same_weights(mm_problem, average):
+    """``evaluate=False`` (a cascade's pruner) leaves out the primal and gap, not a step: the same weights
+    and duals pass by pass, NaN primals, and no convergence by the gap."""
+    trainer = get_trainer("bcfw")
+    on = trainer.fit(mm_problem, config=make_config(trainer, C=MM_C, max_passes=3, tol=0.0, average=average))
+    off = trainer.fit(mm_problem, config=make_config(trainer, C=MM_C, max_passes=3, tol=0.5, average=average,
+                                                      evaluate=False))
+    assert np.array_equal(on.weights, off.weights) and not off.converged
+    assert [r.dual for r in on.records] == [r.dual for r in off.records]
+    assert all(np.isnan(r.primal) for r in off.records) and not any(np.isnan(r.primal) for r in on.records)
+    with pytest.raises(ValueError, match="needs evaluate"):
+        make_config(trainer, C=MM_C, order="gap", evaluate=False)
+
+
 def test_bcfw_stopped_by_a_callback_returns_the_recorded_pass(mm_problem):
     """A callback that stops the run after pass 2 sees pass 2's record only after pass 3 ran (its primal is
     summed during pass 3); the result is still pass 2's point, the extra pass dropped."""

@@ -101,6 +101,10 @@ class BCFWConfig:
     ``order``: "random" (a fresh permutation per pass), "cyclic" or "gap" (n visits drawn in proportion
     to each block's duality gap at the last record, :func:`egnlp.training.eg.gap_order`).
     ``average``: record and return the weighted average of the iterates (see :func:`fit_bcfw`).
+    ``evaluate``: record each pass's primal objective and duality gap (a second loss-augmented argmax per
+    visit, and a pass of their own before the first and after the last); False: the records' primal and
+    gap are NaN, ``tol`` never stops the run, and the weights are the same (a cascade's pruner, whose
+    objectives nobody reads).
     """
 
     C: float = 20.0
@@ -110,10 +114,13 @@ class BCFWConfig:
     order: str = "random"
     max_seconds: float | None = None
     average: bool = False
+    evaluate: bool = True
 
     def __post_init__(self) -> None:
         check_budget(C=self.C, max_passes=self.max_passes, tol=self.tol, max_seconds=self.max_seconds)
         check_order(self.order)
+        if not self.evaluate and self.order == "gap":
+            raise SettingsError("order gap draws by the duality gaps: it needs evaluate")
 
 
 @dataclass(frozen=True)

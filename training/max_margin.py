@@ -77,7 +77,9 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
     def record(pt: _Point, inline: bool = False) -> bool:
         """Record ``pt``, its primal from the ``hinges`` summed on the way, or from a pass of its own."""
         w = pt.W / C
-        if inline:  # summed in the order of max_margin_gaps, so both give the same bits
+        if not config.evaluate:  # no objectives: NaN, and the run never converges
+            primal = float("nan")
+        elif inline:  # summed in the order of max_margin_gaps, so both give the same bits
             primal = 0.5 * C * float(w @ w)
             for value in hinges.tolist():
                 primal += value
@@ -114,7 +116,7 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
         # Every example is visited once in a pass, so the primal of the last pass's point is summed on the
         # way: each visit's compiled sentence also gives the example's hinge at that point, whose mu_i the
         # visit has not moved yet, and the objectives cost no pass over the data of their own.
-        w_eval = pending.W / C if pending is not None else None
+        w_eval = pending.W / C if pending is not None and config.evaluate else None
         eval_seconds = 0.0
         for i in order:
             i = int(i)
