@@ -25,6 +25,7 @@ from egnlp.features.csr import PartFeatures
 from egnlp.parser.eisner_siblings import (n_sibling_parts, sibling_argmax, sibling_indicator, sibling_log_partition,
                                   sibling_marginals, tree_parts)
 from egnlp.parser.eisner_grandparents import grand_argmax, grand_indicator, grand_log_partition, grand_marginals
+from egnlp.parser.rearrange import rearrange
 from egnlp.parser.tree_checks import check_root
 from egnlp.parser.trees import PROJECTIVE, tree_space
 
@@ -198,15 +199,21 @@ class SiblingParsingProblem(ParsingProblem):
     ``keep`` (optional, one (size, size) mask [head, modifier] per sentence, the gold arcs among the kept):
     the arcs a first-order pruner kept (:mod:`egnlp.parser.cascade`); the oracles then run over the trees of
     kept arcs only, the charts filling only their items, and the parts of the other arcs get marginal 0
-    and are never in an argmax (the pruned part space, under the unchanged seam)."""
+    and are never in an argmax (the pruned part space, under the unchanged seam).
+
+    ``rearranged``: the argmax (the max-margin trainers' oracle) is the approximate non-projective one of
+    McDonald and Pereira (2006, Sec. 3.2), the chart's tree rearranged (:func:`~egnlp.parser.rearrange.rearrange`),
+    as they train their non-projective models with the decoder they parse with; the marginals and log Z stay
+    those of projective trees."""
 
     PART_KIND = "sibling"
 
-    def __init__(self, features, heads_list, root: str = "multi", keep=None):
+    def __init__(self, features, heads_list, root: str = "multi", keep=None, rearranged: bool = False):
         super().__init__(features, heads_list, root, PROJECTIVE)
         if keep is not None and len(keep) != len(heads_list):
             raise ValueError("one mask of kept arcs per sentence is needed")
         self.keep = keep
+        self.rearranged = bool(rearranged)
 
     def _keep(self, i: int):
         return None if self.keep is None else self.keep[i]
@@ -235,8 +242,11 @@ class SiblingParsingProblem(ParsingProblem):
                                      self._keep(i))
 
     def argmax(self, i: int, theta: np.ndarray) -> np.ndarray:
-        return sibling_indicator(sibling_argmax(np.asarray(theta, dtype=np.float64), int(self.sizes[i]), self.root,
-                                                self._keep(i)))
+        theta = np.asarray(theta, dtype=np.float64)
+        heads = sibling_argmax(theta, int(self.sizes[i]), self.root, self._keep(i))
+        if self.rearranged:
+            heads = rearrange(heads, theta, None, self.root, self._keep(i))[0]
+        return sibling_indicator(heads)
 
 
 class GrandParsingProblem(SiblingParsingProblem):
@@ -282,4 +292,6 @@ class GrandParsingProblem(SiblingParsingProblem):
     def argmax(self, i: int, theta: np.ndarray) -> np.ndarray:
         sib, grand, size = self._split(i, theta)
         heads = grand_argmax(sib, grand, size, self.root, self._keep(i))
+        if self.rearranged:
+            heads = rearrange(heads, sib, grand, self.root, self._keep(i))[0]
         return np.concatenate([sibling_indicator(heads), grand_indicator(heads, size).reshape(-1)])

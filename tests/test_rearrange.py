@@ -141,3 +141,90 @@ def test_bad_inputs_are_refused():
     with pytest.raises(ValueError, match="NaN"):
         tree_score(good, np.full(n_sibling_parts(4), np.nan))
 
+
+# ---------------------------------------------------------------------------
+# The parser: trained over projective trees, decoded by rearrangement; --tree auto by measurement
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("order", ["siblings", "grandparents"])
+def test_non_projective_higher_order_parser_rearranges_the_chart_tree(order, es_train, tmp_path):
+    """With ``tree="non-projective"`` the problem's argmax (the max-margin trainers' oracle) is the chart's tree
+    rearranged, the marginals stay projective; the parser decodes each sentence as the chart's tree rearranged
+    over the cascade's mask, and its file keeps the space."""
+    from egnlp.corpora import load_dataset
+    from egnlp.parser.parser_model import Parser
+    from egnlp.parser.trees import tree_space
+    from egnlp.parser_training import build_parsing_problem, train_parser
+
+    train = [s for s in es_train if len(s) <= 20][:50]
+    dev = load_dataset("es", "dev")[:15]
+    _, problem, _ = build_parsing_problem(train[:6], "single", tree="non-projective", **{order: True})
+    _, chart, _ = build_parsing_problem(train[:6], "single", **{order: True})
+    assert problem.rearranged and not chart.rearranged
+    rng = np.random.default_rng(7)
+    for i in range(6):
+        lo, hi = problem.features.parts(i)
+        theta = rng.normal(size=hi - lo)
+        size = len(train[i]) + 1
+        sib = theta[:n_sibling_parts(size)]
+        G = theta[n_sibling_parts(size):].reshape(size, size, size) if order == "grandparents" else None
+        want = rearrange(projective_start(sib, G, size, "single"), sib, G, "single")[0]
+        got = problem.argmax(i, theta)
+        assert np.array_equal(got[:n_sibling_parts(size)][tree_parts(want)], np.ones(size - 1))
+        assert np.array_equal(problem.marginals(i, theta)[1], chart.marginals(i, theta)[1])
+    parser, _ = train_parser(train, tree="non-projective", root="single", max_passes=2, cascade=True, labels=False,
+                             **{order: True})
+    assert parser.tree == "non-projective"
+    heads = parser.predict_heads(dev)
+    f = parser.featurizer
+    masks = list(parser.pruner.masks(f, f.encode(dev)))
+    for h, mask in zip(heads, masks):
+        tree = np.array([-1, *h])
+        assert is_tree(tree) and int((tree[1:] == 0).sum()) == 1
+        assert all(mask[head, m] for m, head in enumerate(h, start=1))
+    path = tmp_path / "m.npz"
+    parser.save(path)
+    loaded = Parser.load(path)
+    assert loaded.tree == "non-projective" and loaded.predict_heads(dev) == heads
+    loaded.space = tree_space("projective")  # the chart's trees: the rearrangement starts there, never worse
+    assert loaded.predict_heads(dev) != heads or all(map(is_projective_heads, heads))
+
+
+def is_projective_heads(heads) -> bool:
+    from egnlp.corpora.sentence import is_projective
+    return is_projective(heads)
+
+
+def test_tree_auto_picks_the_space_that_scores_higher_on_the_last_tenth(es_train, monkeypatch):
+    """``measure_tree`` trains on the first nine tenths only and takes the space whose UAS on the last tenth
+    is higher, projective on a tie; ``train_parser(tree="auto")`` records both scores and keeps the choice."""
+    import egnlp.parser_training as pt
+    from egnlp.settings import ParserSettings
+
+    train = [s for s in es_train if len(s) <= 15][:40]
+    settings = ParserSettings.build(None, root="single", max_passes=1, labels=False, tree="auto")
+    space = pt.TreeChoice.of(train, settings)
+    assert space.tree == "auto"
+    seen = {}
+    real_build = pt.build_parsing_problem
+
+    def build(sentences, *args, **kwargs):
+        seen["train"] = list(sentences)
+        return real_build(sentences, *args, **kwargs)
+
+    monkeypatch.setattr(pt, "build_parsing_problem", build)
+    for scores, want in (({"projective": 80.0, "non-projective": 80.5}, "non-projective"),
+                         ({"projective": 80.5, "non-projective": 80.0}, "projective"),
+                         ({"projective": 80.0, "non-projective": 80.0}, "projective")):
+        monkeypatch.setattr(pt, "uas_scorer", lambda f, tune, root, tree, *a, _s=scores, **k: (
+            seen.__setitem__("tune", list(tune)) or (lambda w: _s[tree])))
+        chosen, info = pt.measure_tree(train, settings, space)
+        assert chosen == want == info["chosen"] and info["uas"] == scores
+        assert seen["train"] == train[:36] and seen["tune"] == train[36:] and info["tuning_sentences"] == 4
+    monkeypatch.undo()
+    parser, _ = pt.train_parser(train, settings=settings)
+    choice = parser.info["tree_choice"]
+    uas = choice["uas"]
+    assert parser.tree == choice["chosen"] == ("non-projective" if uas["non-projective"] > uas["projective"]
+                                               else "projective")
