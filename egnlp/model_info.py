@@ -202,6 +202,12 @@ def _training_part(info: dict[str, Any]) -> dict[str, Any]:
     for extra in ("sigma2", "cutoff", "C_path"):
         if extra in info:
             out[extra] = info[extra]
+    choice = _dict(info.get("tree_choice"))
+    if choice:
+        uas = _dict(choice.get("uas"))
+        out["tree_choice"] = {"chosen": choice.get("chosen"), "tuning_sentences": choice.get("tuning_sentences"),
+                              "uas": {name: uas.get(name) for name in ("projective", "non-projective")},
+                              "seconds": choice.get("seconds")}
     labeler = _dict(info.get("labeler"))
     if labeler:
         out["labeler"] = {"labels": labeler.get("labels"), "features": labeler.get("n_features"),
@@ -294,6 +300,16 @@ def format_info(info: dict[str, Any]) -> str:
                                     for name, stage in info["stages"].items())
 
 
+def _tree_choice(choice: dict[str, Any]) -> str:
+    """The line of ``--tree auto``'s measurement: the space chosen and the UAS of both on the held-out tenth."""
+    uas = choice["uas"]
+    scores = ", ".join(f"{name} {uas[name]:.2f}" for name in ("projective", "non-projective")
+                       if isinstance(uas.get(name), (int, float)))
+    return (f"{choice['chosen']} by --tree auto: UAS on the training file's last tenth "
+            f"({_number(choice['tuning_sentences'])} sentences) {scores or 'not measured'}"
+            + (f"; {choice['seconds']:.1f} CPU s" if isinstance(choice.get("seconds"), (int, float)) else ""))
+
+
 def _aligned(rows: list[tuple[str, str]], indent: str = "") -> str:
     width = max(len(name) for name, _ in rows)
     return "".join(f"{indent}{name:<{width}}  {value}\n" for name, value in rows)
@@ -340,6 +356,8 @@ def _rows(info: dict[str, Any]) -> list[tuple[str, str]]:
     for extra in ("sigma2", "cutoff"):
         if extra in training:
             rows.append((extra, _number(training[extra])))
+    if "tree_choice" in training:
+        rows.append(("tree choice", _tree_choice(training["tree_choice"])))
     if training["settings"]:
         rows.append(("settings", ", ".join(f"{key}={_number(value) if value is not None else 'from the data'}"
                                            for key, value in training["settings"].items())))

@@ -77,7 +77,7 @@ UNLABELED_ROOT = "ROOT"  # the relation of root arcs in the graphs of an unlabel
 class Parser(NLTKBase):
     """A first-order dependency parser, or a second-order one with ``siblings`` (a
     :class:`~egnlp.features.siblings.SiblingFeaturizer`: sibling parts, McDonald and Pereira 2006, decoded
-    by :mod:`egnlp.parser.eisner_siblings`; projective trees only), or a third-order one with ``siblings`` and
+    by :mod:`egnlp.parser.eisner_siblings`), or a third-order one with ``siblings`` and
     ``grand`` (a :class:`~egnlp.features.grandparents.GrandFeaturizer`: grandparent parts too, Koo and
     Collins 2010, decoded by :mod:`egnlp.parser.eisner_grandparents`), with a second-stage arc labeler when trained
     on labels.
@@ -104,6 +104,11 @@ class Parser(NLTKBase):
     ``pruner`` (second and third order; an :class:`~egnlp.parser.cascade.ArcPruner` over the same arc
     features): the first stage of a cascade, whose first-order marginals keep each word's likeliest heads;
     the higher-order charts decode over those arcs only (Koo and Collins 2010, Sec. 5).
+
+    A second- or third-order parser in the non-projective space decodes the projective chart's best tree
+    and then rearranges it (McDonald and Pereira 2006, Sec. 3.2: :func:`~egnlp.parser.rearrange.rearrange`,
+    over the cascade's kept arcs; a max-margin trainer's argmax rearranges too, EG's marginals are those of
+    projective trees); its head marginals (:meth:`head_marginals`, ``confidence``) are the projective chart's.
     """
 
     def __init__(self, featurizer: ArcFeaturizer, weights: np.ndarray, root: str = "multi",
@@ -115,8 +120,6 @@ class Parser(NLTKBase):
         self.space = tree_space(tree)
         if final_on_root:
             check_final_on_root(root, 1 if siblings is None else 2)
-        if siblings is not None and self.space.name != PROJECTIVE:
-            raise ValueError("a second-order (sibling) parser predicts projective trees only")
         if grand is not None and siblings is None:
             raise ValueError("a third-order parser has sibling parts too")
         if pruner is not None and (siblings is None or pruner.weights.shape != (featurizer.n_features,)):
@@ -221,6 +224,7 @@ class Parser(NLTKBase):
                 # a cascade's sentence: the parts of its kept arcs only (egnlp.features.kept_parts)
                 parts = kept_parts(keep) if keep is not None else None
                 theta = self.siblings.scores(self.siblings.compile(encoded, s, parts=parts), arc, sib_w)
+                grand = None
                 if self.grand is None:
                     from egnlp.parser.eisner_siblings import sibling_argmax, sibling_marginals
                     heads = sibling_argmax(theta, size, self.root, parts=parts)
@@ -233,6 +237,9 @@ class Parser(NLTKBase):
                     if marginals:
                         mu = arc_marginals(grand_marginals(theta, grand, size, self.root, parts=parts)[1], size,
                                            parts)
+                if self.space.name != PROJECTIVE:  # McDonald and Pereira (2006, Sec. 3.2)
+                    from egnlp.parser.rearrange import rearrange
+                    heads = rearrange(heads, theta, grand, self.root, parts=parts)[0]
             yield heads, mu
 
     def _argmax(self, arc: np.ndarray, final: bool) -> np.ndarray:

@@ -25,6 +25,7 @@ from egnlp.features.csr import PartFeatures
 from egnlp.parser.eisner_siblings import (n_sibling_parts, sibling_argmax, sibling_indicator, sibling_log_partition,
                                   sibling_marginals, tree_parts)
 from egnlp.parser.eisner_grandparents import grand_argmax, grand_indicator, grand_log_partition, grand_marginals
+from egnlp.parser.rearrange import rearrange
 from egnlp.parser.tree_checks import check_root
 from egnlp.parser.trees import PROJECTIVE, tree_space
 
@@ -207,14 +208,20 @@ class SiblingParsingProblem(ParsingProblem):
     kept arcs only, the charts filling only their items, and the parts of the other arcs get marginal 0
     and are never in an argmax (the pruned part space, under the unchanged seam).  When the features are
     laid out over the same masks (their ``keeps``: :mod:`egnlp.features.kept_parts`), the parts of a
-    sentence are its kept arcs' only: every per-part vector grows with the kept arcs."""
+    sentence are its kept arcs' only: every per-part vector grows with the kept arcs.
+
+    ``rearranged``: the argmax (the max-margin trainers' oracle) is the approximate non-projective one of
+    McDonald and Pereira (2006, Sec. 3.2), the chart's tree rearranged (:func:`~egnlp.parser.rearrange.rearrange`),
+    as they train their non-projective models with the decoder they parse with; the marginals and log Z stay
+    those of projective trees."""
 
     PART_KIND = "sibling"
 
-    def __init__(self, features, heads_list, root: str = "multi", keep=None):
+    def __init__(self, features, heads_list, root: str = "multi", keep=None, rearranged: bool = False):
         if keep is not None and len(keep) != len(heads_list):
             raise ValueError("one mask of kept arcs per sentence is needed")
         self.keep = keep
+        self.rearranged = bool(rearranged)
         self._compact = getattr(features, "keeps", None) is not None
         if self._compact and (keep is None or len(features.keeps) != len(keep)
                               or any(a is not b for a, b in zip(features.keeps, keep))):
@@ -270,8 +277,11 @@ class SiblingParsingProblem(ParsingProblem):
 
     def argmax(self, i: int, theta: np.ndarray) -> np.ndarray:
         parts = self._parts(i)
-        return sibling_indicator(sibling_argmax(np.asarray(theta, dtype=np.float64), int(self.sizes[i]), self.root,
-                                                self._keep(i), parts), parts)
+        theta = np.asarray(theta, dtype=np.float64)
+        heads = sibling_argmax(theta, int(self.sizes[i]), self.root, self._keep(i), parts)
+        if self.rearranged:
+            heads = rearrange(heads, theta, None, self.root, self._keep(i), parts)[0]
+        return sibling_indicator(heads, parts)
 
 
 class GrandParsingProblem(SiblingParsingProblem):
@@ -327,4 +337,6 @@ class GrandParsingProblem(SiblingParsingProblem):
         sib, grand, size = self._split(i, theta)
         parts = self._parts(i)
         heads = grand_argmax(sib, grand, size, self.root, self._keep(i), parts)
+        if self.rearranged:
+            heads = rearrange(heads, sib, grand, self.root, self._keep(i), parts)[0]
         return np.concatenate([sibling_indicator(heads, parts), grand_indicator(heads, size, parts).reshape(-1)])

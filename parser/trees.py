@@ -25,7 +25,8 @@ PROJECTIVE = "projective"
 NON_PROJECTIVE = "non-projective"
 AUTO = "auto"
 TREES = (PROJECTIVE, NON_PROJECTIVE)
-# ``auto`` picks the non-projective space when more than this share of training trees is non-projective.
+# :func:`choose_tree`'s ``auto`` picks the non-projective space when more than this share of training trees is
+# non-projective (``parser train --tree auto`` measures instead: ``egnlp.parser_training.measure_tree``).
 AUTO_NON_PROJECTIVE_SHARE = 0.01
 
 
@@ -52,8 +53,9 @@ def tree_space(name: str) -> TreeSpace:
 
 
 def choose_tree(heads_list: Sequence[Sequence[int]], tree: str = AUTO) -> str:
-    """``tree`` itself, or for ``auto`` the space the training trees call for: non-projective when
-    more than 1% of them are not projective."""
+    """``tree`` itself, or for ``auto`` the space the training trees' shapes call for: non-projective when
+    more than 1% of them are not projective (a rule of thumb for the benchmarks; ``parser train --tree auto``
+    decodes held-out sentences both ways instead)."""
     if tree != AUTO:
         return tree_space(tree).name
     crossing = sum(not is_projective(heads) for heads in heads_list)
