@@ -29,7 +29,10 @@ ROOT = HERE.parent
 # group -> (sections it writes, script, arguments, whether it takes --keep), in the order of docs/results.md
 PLAN: dict[str, list[tuple[tuple[str, ...], str, list[str], bool]]] = {
     "parsing": [(("parsing",), "parser_accuracy.py",
-                 ["--runs", "es:default,wsj:default,eu:default,pt-bosque:default,nl-alpino:default", "--udpipe"],
+                 ["--runs", "es:default,es:projective:grandparents:cascade,wsj:default,"
+                            "wsj:projective:grandparents:cascade,eu:default,eu:non-projective:grandparents:cascade,"
+                            "pt-bosque:default,pt-bosque:projective:grandparents:cascade,nl-alpino:default,"
+                            "nl-alpino:projective:grandparents:cascade", "--udpipe"],
                  True)],
     "labels": [(("labels",), "label_context.py", [], True)],
     "tagging": [(("tagging",), "tagger_accuracy.py",
