@@ -42,8 +42,9 @@ class KeptParts(NamedTuple):
 
 
 @njit(cache=True)
-def _layout(keep):
-    """(hptr, hidx, off, n_sib, goff, n_grand) of a C-contiguous uint8 mask (module docstring)."""
+def kept_heads(keep):
+    """(hptr, hidx): the kept heads h != m of each modifier m >= 1 of a C-contiguous uint8 mask [head,
+    modifier], in increasing order (none for m = 0): those of m are ``hidx[hptr[m]:hptr[m + 1]]``."""
     n1 = keep.shape[0]
     hptr = np.zeros(n1 + 1, dtype=np.int64)
     for m in range(1, n1):
@@ -59,6 +60,14 @@ def _layout(keep):
             if h != m and keep[h, m]:
                 hidx[c] = h
                 c += 1
+    return hptr, hidx
+
+
+@njit(cache=True)
+def _layout(keep):
+    """(hptr, hidx, off, n_sib, goff, n_grand) of a C-contiguous uint8 mask (module docstring)."""
+    n1 = keep.shape[0]
+    hptr, hidx = kept_heads(keep)
     off = np.zeros((n1, n1), dtype=np.int64)
     goff = np.full((n1, n1), -1, dtype=np.int64)
     p = 0

@@ -22,6 +22,8 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from egnlp.features.kept_parts import kept_heads
+
 
 def prune_arcs(mu: ArrayLike, threshold: float, top_k: int, gold: ArrayLike | None = None) -> NDArray[np.uint8]:
     """The kept arcs of first-order arc marginals ``mu`` ((n + 1, n + 1), [head, modifier]): (n + 1, n + 1)
@@ -96,28 +98,7 @@ def check_keep(keep: ArrayLike | None, size: int) -> tuple[NDArray[np.uint8], ND
         if arr.shape != (size, size):
             raise ValueError(f"keep must have shape ({size}, {size}), got {arr.shape}")
         arr = np.ascontiguousarray(arr != 0, dtype=np.uint8)
-    return (arr, *_kept_heads(arr))
-
-
-@numba.njit(cache=True)
-def _kept_heads(keep):
-    """(hptr, hidx): the kept heads h != m of each modifier m >= 1, in increasing order (none for m = 0)."""
-    n1 = keep.shape[0]
-    hptr = np.zeros(n1 + 1, dtype=np.int64)
-    for m in range(1, n1):
-        c = 0
-        for h in range(n1):
-            if h != m and keep[h, m]:
-                c += 1
-        hptr[m + 1] = hptr[m] + c
-    hidx = np.empty(hptr[n1], dtype=np.int64)
-    for m in range(1, n1):
-        c = hptr[m]
-        for h in range(n1):
-            if h != m and keep[h, m]:
-                hidx[c] = h
-                c += 1
-    return hptr, hidx
+    return (arr, *kept_heads(arr))
 
 
 #: The thresholds :func:`choose_threshold` tries, the most pruning first.
