@@ -208,12 +208,27 @@ def _training_part(info: dict[str, Any]) -> dict[str, Any]:
         out["tree_choice"] = {"chosen": choice.get("chosen"), "tuning_sentences": choice.get("tuning_sentences"),
                               "uas": {name: uas.get(name) for name in ("projective", "non-projective")},
                               "seconds": choice.get("seconds")}
+    cascade = _dict(info.get("cascade"))
+    if cascade:
+        out["cascade"] = _cascade_part(cascade)
     labeler = _dict(info.get("labeler"))
     if labeler:
         out["labeler"] = {"labels": labeler.get("labels"), "features": labeler.get("n_features"),
                           "seconds": labeler.get("seconds"),
                           "final": {name: _dict(labeler.get("final")).get(name) for name in FINAL_FIELDS}}
     return out
+
+
+def _cascade_part(record: dict[str, Any]) -> dict[str, Any]:
+    """A cascade's threshold and top-k, and what its first stage keeps (the share of the gold arcs and of all
+    arcs) of the tuning split, at that threshold, and of the training sentences (:mod:`egnlp.parser.cascade`)."""
+    rows = record.get("tuning") if isinstance(record.get("tuning"), list) else []
+    tuned = next((row for row in rows if isinstance(row, dict) and row.get("threshold") == record.get("threshold")),
+                 {})
+    return {"threshold": record.get("threshold"), "top_k": record.get("top_k"),
+            "tuning_sentences": record.get("tuning_sentences"), "tuning_recall": tuned.get("recall"),
+            "tuning_kept": tuned.get("kept"), "train_recall": record.get("train_recall"),
+            "train_kept": record.get("train_kept"), "seconds": record.get("seconds")}
 
 
 def _finite(value: Any) -> Any:
@@ -310,6 +325,17 @@ def _tree_choice(choice: dict[str, Any]) -> str:
             + (f"; {choice['seconds']:.1f} CPU s" if isinstance(choice.get("seconds"), (int, float)) else ""))
 
 
+def _cascade(cascade: dict[str, Any]) -> str:
+    """The line of a cascade: its threshold and top-k, and what its first stage keeps of the tuning split."""
+    text = (f"first-order pruner, threshold {_number(cascade['threshold'])}, at most {_number(cascade['top_k'])} "
+            "heads a word")
+    if isinstance(cascade.get("tuning_recall"), (int, float)) and isinstance(cascade.get("tuning_kept"), (int, float)):
+        text += (f"; on the training file's last tenth ({_number(cascade['tuning_sentences'])} sentences) it keeps "
+                 f"{100 * cascade['tuning_recall']:.2f}% of the gold arcs, {100 * cascade['tuning_kept']:.1f}% of "
+                 "all arcs")
+    return text
+
+
 def _aligned(rows: list[tuple[str, str]], indent: str = "") -> str:
     width = max(len(name) for name, _ in rows)
     return "".join(f"{indent}{name:<{width}}  {value}\n" for name, value in rows)
@@ -358,6 +384,8 @@ def _rows(info: dict[str, Any]) -> list[tuple[str, str]]:
             rows.append((extra, _number(training[extra])))
     if "tree_choice" in training:
         rows.append(("tree choice", _tree_choice(training["tree_choice"])))
+    if "cascade" in training:
+        rows.append(("cascade", _cascade(training["cascade"])))
     if training["settings"]:
         rows.append(("settings", ", ".join(f"{key}={_number(value) if value is not None else 'from the data'}"
                                            for key, value in training["settings"].items())))

@@ -27,7 +27,7 @@ from egnlp.features.arc_parts import ArcPartFeatures, CacheBudget
 from egnlp.features.grandparents import GrandFeaturizer, GrandPartFeatures
 from egnlp.features.hashing import KeyTable
 from egnlp.features.siblings import SiblingFeaturizer, SiblingPartFeatures
-from egnlp.parser.cascade import ArcPruner, choose_threshold, gold_recall, kept_fraction, prune_arcs
+from egnlp.parser.cascade import ArcPruner, choose_threshold, count_kept
 from egnlp.parser.eisner_grandparents import grand_argmax
 from egnlp.parser.eisner_siblings import n_sibling_parts, sibling_argmax
 from egnlp.parser.labeler import ArcLabeler, allowed_labels, arc_label_keys, predicate_ids
@@ -469,15 +469,13 @@ def train_pruner(featurizer: ArcFeaturizer, train: Sequence[Sentence], settings:
     threshold, rows = choose_threshold(tune_mu, [s.heads for s in tune], settings.cascade_top_k,
                                        settings.cascade_recall)
     pruner = ArcPruner(weights, root, threshold, settings.cascade_top_k)
-    keep, counts = [], np.zeros(4, dtype=np.int64)
-    for mu, sentence in zip(pruner.marginals(featurizer, featurizer.encode(train)), train):
-        mask = prune_arcs(mu, threshold, settings.cascade_top_k)
-        counts += (*gold_recall(mask, sentence.heads), *kept_fraction(mask))
+    keep = list(pruner.masks(featurizer, featurizer.encode(train)))
+    counts = count_kept(keep, [s.heads for s in train])
+    for mask, sentence in zip(keep, train):  # the gold arcs too
         mask[np.asarray(sentence.heads, dtype=np.int64), np.arange(1, len(sentence) + 1)] = 1
-        keep.append(mask)
     info = {"threshold": threshold, "top_k": settings.cascade_top_k, "tuning_sentences": len(tune),
-            "tuning": rows, "train_recall": float(counts[0] / max(counts[1], 1)),
-            "train_kept": float(counts[2] / max(counts[3], 1)), "seconds": time.process_time() - start}
+            "tuning": rows, "train_recall": counts.recall, "train_kept": counts.kept_share,
+            "seconds": time.process_time() - start}
     return pruner, keep, info
 
 

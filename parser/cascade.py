@@ -11,12 +11,15 @@ then fill only the items of kept arcs, so their work grows with the kept arcs.
 
 A mask ``keep`` is an (n + 1, n + 1) array indexed [head, modifier], nonzero on the kept arcs; column 0
 and the diagonal are never arcs.  During training the gold arcs are kept too (``gold``), and the
-pruner's oracle recall is the share of gold arcs that the mask keeps without that help.
+pruner's oracle recall is the share of gold arcs that the mask keeps without that help: with the share of
+arcs kept, what :func:`count_kept` sums over sentences (Koo and Collins 2010, Sec. 5, report both for their
+first-order pruner).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -88,6 +91,40 @@ def kept_fraction(keep: ArrayLike) -> tuple[int, int]:
     return int(inside.sum()), n * n
 
 
+@dataclass(frozen=True)
+class KeptArcs:
+    """What masks keep of some sentences: ``gold_kept`` of their ``gold`` arcs (:func:`gold_recall`) and
+    ``kept`` of their ``possible`` arcs (n * n a sentence of n words, :func:`kept_fraction`)."""
+
+    gold_kept: int = 0
+    gold: int = 0
+    kept: int = 0
+    possible: int = 0
+
+    @property
+    def recall(self) -> float:
+        """The share of gold arcs kept: the pruner's oracle recall (0 without gold arcs)."""
+        return self.gold_kept / max(self.gold, 1)
+
+    @property
+    def kept_share(self) -> float:
+        """The share of possible arcs kept (0 without any)."""
+        return self.kept / max(self.possible, 1)
+
+    def __add__(self, other: KeptArcs) -> KeptArcs:
+        return KeptArcs(self.gold_kept + other.gold_kept, self.gold + other.gold, self.kept + other.kept,
+                        self.possible + other.possible)
+
+
+def count_kept(masks: Iterable[ArrayLike], gold: Iterable[Sequence[int]]) -> KeptArcs:
+    """What ``masks`` keep of sentences whose gold heads (of words 1..n) are ``gold``, one mask a sentence,
+    summed over the sentences."""
+    total = KeptArcs()
+    for keep, heads in zip(masks, gold, strict=True):
+        total += KeptArcs(*gold_recall(keep, heads), *kept_fraction(keep))
+    return total
+
+
 def check_keep(keep: ArrayLike | None, size: int) -> tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.int64]]:
     """A mask for the kernels: (keep as C-contiguous uint8, hptr, hidx), the kept heads of each modifier m
     being ``hidx[hptr[m]:hptr[m + 1]]`` in increasing order.  None keeps every arc."""
@@ -150,13 +187,8 @@ def choose_threshold(marginals: Sequence[np.ndarray], gold: Sequence, top_k: int
     recall, kept (the share of possible arcs kept)."""
     rows = []
     for threshold in sorted(thresholds, reverse=True):
-        kept = total = arcs = possible = 0
-        for mu, heads in zip(marginals, gold):
-            keep = prune_arcs(mu, threshold, top_k)
-            a, b = gold_recall(keep, heads)
-            c, d = kept_fraction(keep)
-            kept, total, arcs, possible = kept + a, total + b, arcs + c, possible + d
-        rows.append({"threshold": threshold, "recall": kept / max(total, 1), "kept": arcs / max(possible, 1)})
+        counts = count_kept((prune_arcs(mu, threshold, top_k) for mu in marginals), gold)
+        rows.append({"threshold": threshold, "recall": counts.recall, "kept": counts.kept_share})
     target = min(recall, max(r["recall"] for r in rows))
     chosen = next(r["threshold"] for r in rows if r["recall"] >= target)
     return chosen, rows

@@ -53,7 +53,7 @@ if TYPE_CHECKING:  # the higher-order modules load when a model uses them (a fir
     from nltk.parse import DependencyGraph
     from egnlp.features.grandparents import GrandFeaturizer
     from egnlp.features.siblings import SiblingFeaturizer
-    from egnlp.parser.cascade import ArcPruner
+    from egnlp.parser.cascade import ArcPruner, KeptArcs
 
 FORMAT_VERSION = 3  # 2: tag columns by name, the arc labeler; 3: a checksum and the arrays' records
 MODEL_KIND = "egnlp-parser"
@@ -103,7 +103,8 @@ class Parser(NLTKBase):
 
     ``pruner`` (second and third order; an :class:`~egnlp.parser.cascade.ArcPruner` over the same arc
     features): the first stage of a cascade, whose first-order marginals keep each word's likeliest heads;
-    the higher-order charts decode over those arcs only (Koo and Collins 2010, Sec. 5).
+    the higher-order charts decode over those arcs only (Koo and Collins 2010, Sec. 5); :meth:`kept_arcs`
+    counts what it keeps of sentences with gold heads.
 
     A second- or third-order parser in the non-projective space decodes the projective chart's best tree
     and then rearranges it (McDonald and Pereira 2006, Sec. 3.2: :func:`~egnlp.parser.rearrange.rearrange`,
@@ -183,6 +184,31 @@ class Parser(NLTKBase):
             return np.zeros((1, 1))
         return next(self._trees(self.featurizer.encode([sentence]), final_punct([sentence]), True))[1]
 
+    def kept_arcs(self, sentences: Sequence[Sentence], *, jobs: int | None = 1) -> KeptArcs:
+        """What the cascade's first stage keeps of ``sentences`` (with gold heads): its masks, the arcs the
+        higher-order charts decode over when parsing them (without the gold arcs training adds), counted
+        by :func:`~egnlp.parser.cascade.count_kept`: the gold arcs kept (the pruner's oracle recall) and
+        the arcs kept of the n * n of each sentence (Koo and Collins 2010, Sec. 5).  ``jobs`` processes
+        (None: every core) count blocks of the sentences; the result is the same for any.
+
+        Raises:
+            ValueError: the parser has no cascade, or a sentence has no heads.
+        """
+        from egnlp.parser.cascade import KeptArcs
+
+        if self.pruner is None:
+            raise ValueError("the parser has no cascade: no first stage keeps its arcs")
+        missing = next((s for s in sentences if s.heads is None), None)
+        if missing is not None:
+            raise ValueError(f"{missing.source}:{missing.line}: the sentence has no heads to count")
+        self.featurizer.score_lookup()  # built once, before any worker starts
+        return sum(map_blocks(_kept_block, self, [s for s in sentences if len(s)], jobs), KeptArcs())
+
+    def _masks(self, encoded: EncodedCorpus) -> Iterator[np.ndarray]:
+        """The cascade's masks of the kept arcs of each encoded sentence
+        (:meth:`~egnlp.parser.cascade.ArcPruner.masks`)."""
+        return self.pruner.masks(self.featurizer, encoded)
+
     def _heads(self, encoded: EncodedCorpus, finals: Sequence[bool]) -> list[list[int]]:
         """Heads of each encoded sentence; ``finals``: whether each ends in punctuation."""
         return [heads[1:].tolist() for heads, _ in self._trees(encoded, finals)]
@@ -201,7 +227,7 @@ class Parser(NLTKBase):
         # arcs unless every arc was scored (then so is this sentence's, below)
         prune = self.prune and (self.siblings is None or self.pruner is not None)
         # a cascade's masks first: the arcs they do not keep are not scored (their lookups are skipped)
-        masks = list(self.pruner.masks(self.featurizer, encoded)) if self.pruner is not None else None
+        masks = list(self._masks(encoded)) if self.pruner is not None else None
         keeps = iter(masks) if masks is not None else None
         for s, arc in enumerate(self.featurizer.block_arc_scores(encoded, arc_w, prune, masks)):
             mu = None
@@ -583,6 +609,14 @@ def _predict_block(parser: Parser, sentences: Sequence[Sentence], confidence: bo
         return [(h, labels[k] if labels is not None else None) for k, h in enumerate(heads)]
     probs = [mu[tree[1:], np.arange(1, len(tree))].tolist() for tree, mu in trees]
     return [(h, labels[k] if labels is not None else None, probs[k]) for k, h in enumerate(heads)]
+
+
+def _kept_block(parser: Parser, sentences: Sequence[Sentence]) -> list[KeptArcs]:
+    """What the cascade keeps of each of ``sentences``: one block of :meth:`Parser.kept_arcs`."""
+    from egnlp.parser.cascade import count_kept
+
+    masks = parser._masks(parser.featurizer.encode(sentences))
+    return [count_kept([mask], [s.heads]) for mask, s in zip(masks, sentences, strict=True)]
 
 
 def _confident_block(parser: Parser, sentences: Sequence[Sentence]) -> list[tuple]:

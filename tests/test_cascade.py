@@ -381,3 +381,58 @@ def test_pruned_layout_features_score_and_scatter_as_the_full_ones(es_train):
         full.scatter(lo, hi, full_coef, a)
         kept.scatter(klo, khi, coef, b)
         np.testing.assert_allclose(b, a, rtol=0, atol=1e-12)
+
+
+def test_kept_arcs_counts_the_masks_the_parser_decodes_over(tmp_path):
+    """``Parser.kept_arcs`` on sentences of a UD file: the gold arcs and the arcs that the cascade's masks keep,
+    as counted by hand over masks built by the definition of prune_arcs (``naive_keep``) from the pruner's
+    marginals; on the tuning split, the recall and kept share the training recorded at the chosen threshold,
+    which ``model info`` reports; a parser without a cascade and sentences without heads are refused."""
+    import os
+    from pathlib import Path
+
+    from egnlp.corpora import Sentence, read_conll
+    from egnlp.corpora.sentence import HEAD
+    from egnlp.model_info import format_info, model_info
+    from egnlp.parser.cascade import KeptArcs
+    from egnlp.parser.parser_model import Parser
+    from egnlp.parser_training import train_parser, tuning_cut
+
+    ud = Path(os.environ["EGNLP_UD_DIR"])
+    train = [s for s in read_conll(ud / "nl_alpino-ud-test.conllu") if len(s) <= 20][:80]
+    dev = [s for s in read_conll(ud / "nl_alpino-ud-dev.conllu") if len(s) <= 30][:30]
+    parser, _ = train_parser(train, root="single", max_passes=2, cascade=True, cascade_top_k=2, siblings=True)
+    path = tmp_path / "cascade.npz"
+    parser.save(path)
+    loaded = Parser.load(path)
+    f, pruner = loaded.featurizer, loaded.pruner
+    gold_kept = gold = kept = possible = 0
+    for mu, sentence in zip(pruner.marginals(f, f.encode(dev)), dev, strict=True):
+        keep = naive_keep(mu, pruner.threshold, pruner.top_k)
+        n = len(sentence)
+        gold_kept += sum(int(keep[head, m]) for m, head in enumerate(sentence.heads, start=1))
+        gold += n
+        kept += sum(int(keep[h, m]) for h in range(n + 1) for m in range(1, n + 1) if h != m)
+        possible += n * n
+    counted = loaded.kept_arcs(dev)
+    assert counted == KeptArcs(gold_kept, gold, kept, possible)
+    assert 0.5 < counted.recall < 1.0 and gold <= kept <= 2 * gold < possible  # a word keeps one or two heads
+    assert counted.recall == gold_kept / gold and counted.kept_share == kept / possible
+    heads = loaded.predict_heads(dev)  # what it decodes lies in the masks it counted
+    for h, mask in zip(heads, loaded.pruner.masks(f, f.encode(dev))):
+        assert all(mask[head, m] for m, head in enumerate(h, start=1))
+
+    record = parser.info["cascade"]
+    tuned = next(row for row in record["tuning"] if row["threshold"] == record["threshold"])
+    tune = loaded.kept_arcs(train[tuning_cut(len(train)):])
+    assert (tune.recall, tune.kept_share) == (tuned["recall"], tuned["kept"])
+    shown = model_info(path)["training"]["cascade"]
+    assert (shown["threshold"], shown["top_k"], shown["tuning_sentences"]) == (record["threshold"], 2, 8)
+    assert (shown["tuning_recall"], shown["tuning_kept"]) == (tune.recall, tune.kept_share)
+    assert f"{100 * tune.recall:.2f}% of the gold arcs" in format_info(model_info(path))
+
+    with pytest.raises(ValueError, match="no cascade"):
+        Parser(f, loaded.weights[:f.n_features], "single").kept_arcs(dev)
+    headless = Sentence(tuple(row[:HEAD] + ("_",) + row[HEAD + 1:] for row in dev[2].rows), source="x", line=7)
+    with pytest.raises(ValueError, match="x:7: the sentence has no heads"):
+        loaded.kept_arcs([*dev[:2], headless])
