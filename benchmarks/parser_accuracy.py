@@ -25,9 +25,11 @@ rules out.
 
 A run is ``NAME:TREE``, ``NAME:TREE:siblings`` or ``NAME:TREE:grandparents``
 (``NAME:TREE:siblings:cascade`` and ``NAME:TREE:grandparents:cascade``: pruned by
-a first-order model, ``--cascade``; the row records the cascade's threshold, its
-recall and kept share on the tuning split and its recall and kept share on ``*-dev``)
-with TREE one of ``default`` (no ``--tree`` option: projective),
+a first-order model, ``--cascade``; the row records the cascade's threshold and
+top-k, and the share of the gold arcs (the pruner's oracle recall) and of all
+arcs that its masks keep on the tuning split, as the model records them (``egnlp
+model info``), and on the evaluation file (``Parser.kept_arcs``); a table of
+its own shows them) with TREE one of ``default`` (no ``--tree`` option: projective),
 ``projective``, ``non-projective`` or ``auto``, ``siblings`` for the
 second-order model (``--siblings``) and ``grandparents`` for the third-order
 one (``--grandparents``); for
@@ -48,7 +50,13 @@ the ``parsing`` section of ``docs/results.md``: a headline table (egnlp,
 UDPipe 1 measured, MSTParser quoted, training CPU seconds) and the detailed
 table below it.
 
+``--reuse`` does not train a run whose ``model.npz`` is in ``--out`` already:
+it is parsed and scored again, and its training figures (CPU and wall seconds,
+peak RSS, the tree space it chose) are those that ``parser_accuracy.json`` in
+``--out`` records of it (the run is refused when that file has none).
+
     python benchmarks/parser_accuracy.py --runs es:default,pt-bosque:default --udpipe --keep /tmp/keep
+    python benchmarks/parser_accuracy.py --runs es:default --reuse --write-docs   # es's model not trained again
 """
 
 from __future__ import annotations
@@ -88,6 +96,11 @@ REFERENCES = {
 }
 
 
+# What a run's row takes from its training (--reuse: from the previous run's record)
+TRAINING_FIELDS = ("train_seconds", "train_cpu", "train_peak_mb", "space")
+RECORD = "parser_accuracy.json"  # the rows of the last run, in --out
+
+
 # The MSTParser figure quoted in the headline table: first order, projective (UAS, LAS).
 MSTPARSER_PROJECTIVE = {"es": "MSTParser", "wsj": "MSTParser", "eu": "MSTParser", "pt-bosque": "MSTParser proj.",
                         "nl-alpino": "MSTParser proj."}
@@ -98,7 +111,10 @@ def egnlp(*args: object):
     return run_child([EGNLP, *args])
 
 
-def run_one(spec: str, out: Path, passes: int | None, trainer: str | None = None) -> dict:
+def run_one(spec: str, out: Path, passes: int | None, trainer: str | None = None,
+            recorded: dict[str, dict] | None = None) -> dict:
+    """One run's row: trained (unless ``recorded``, the previous rows by run, is given and the model file exists:
+    then its training figures are the recorded ones), parsed and scored."""
     name, tree, *extra = spec.split(":")
     if extra not in ([], ["siblings"], ["grandparents"], ["siblings", "cascade"], ["grandparents", "cascade"]):
         sys.exit(f"run {spec!r}: expected NAME:TREE, NAME:TREE:siblings or NAME:TREE:grandparents, with :cascade")
@@ -115,13 +131,10 @@ def run_one(spec: str, out: Path, passes: int | None, trainer: str | None = None
         egnlp("data", "export", name, "test", "-o", gold)
     options = ([] if tree == "default" else ["--tree", tree]) + (["--passes", passes] if passes else []) \
         + (["--trainer", trainer] if trainer else []) + [f"--{x}" for x in extra]
-    log(f"{spec}: egnlp parser train {' '.join(map(str, source + options))}")
-    trained = egnlp("parser", "train", *source, "--out", model, *options)
+    training = trained_model(spec, model, [*source, *options], recorded)
     egnlp("parser", "parse", model, gold, "-o", pred)
     row = {"run": spec, "data": name, "tree": tree, "siblings": bool(extra),
-           "grandparents": "grandparents" in extra, "train_seconds": trained.wall, "train_cpu": trained.cpu,
-           "train_peak_mb": trained.peak_mb,
-           **scored(gold, pred, lang), "space": re.search(r"; (\S+) trees", trained.stderr).group(1)}
+           "grandparents": "grandparents" in extra, **training, **scored(gold, pred, lang)}
     if lang is not None:
         checked = subprocess.run([str(BIN / "udvalidate"), "--level", "2", "--lang", lang, str(pred)],
                                  capture_output=True, text=True)
@@ -137,26 +150,49 @@ def run_one(spec: str, out: Path, passes: int | None, trainer: str | None = None
     return row
 
 
-def cascade_figures(model: Path, gold: Path) -> dict:
-    """A cascade's threshold, its recall and kept share on the tuning split (from the model's record) and on
-    the evaluation file ``gold`` (the pruner's masks without the gold arcs)."""
-    import numpy as np
+def trained_model(spec: str, model: Path, options: list, recorded: dict[str, dict] | None) -> dict:
+    """``egnlp parser train OPTIONS --out MODEL`` for run ``spec``, and its figures (:data:`TRAINING_FIELDS`), with
+    ``reused`` False; or with ``recorded`` (``--reuse``: the previous run's rows by run) and ``model`` there
+    already, nothing trained: the figures recorded of the run, with ``reused`` True (exit when none are)."""
+    if recorded is not None and model.exists():
+        row = recorded.get(spec, {})
+        missing = [field for field in TRAINING_FIELDS if field not in row]
+        if missing:
+            sys.exit(f"--reuse: {model} exists, but {RECORD} beside its folder records no {', '.join(missing)} of "
+                     f"run {spec}: run without --reuse (or remove the model) to train it again")
+        log(f"{spec}: {model} reused, not trained again")
+        return {**{field: row[field] for field in TRAINING_FIELDS}, "reused": True}
+    log(f"{spec}: egnlp parser train {' '.join(map(str, options))}")
+    trained = egnlp("parser", "train", *options, "--out", model)
+    return {"train_seconds": trained.wall, "train_cpu": trained.cpu, "train_peak_mb": trained.peak_mb,
+            "space": re.search(r"; (\S+) trees", trained.stderr).group(1), "reused": False}
 
+
+def recorded_rows(out: Path) -> dict[str, dict]:
+    """The rows of the previous run's record in ``out`` by run (none when there is no record)."""
+    path = out / RECORD
+    if not path.exists():
+        return {}
+    return {row["run"]: row for row in json.loads(path.read_text(encoding="utf-8"))["egnlp"]}
+
+
+def cascade_figures(model: Path, gold: Path) -> dict:
+    """A cascade's threshold and top-k, and what its first stage keeps (the share of the gold arcs: its oracle
+    recall; the share of all arcs) of the tuning split, as the model records them (``egnlp model info``), and
+    of the evaluation file ``gold`` (:meth:`~egnlp.parser.Parser.kept_arcs`, the masks the parser decodes
+    over)."""
     from egnlp.corpora import read_conll
-    from egnlp.parser.cascade import gold_recall, kept_fraction
+    from egnlp.model_info import model_info
     from egnlp.parser.parser_model import Parser
 
-    parser = Parser.load(model)
-    sentences = read_conll(gold)
-    counts = np.zeros(4, dtype=np.int64)
-    for mask, sentence in zip(parser.pruner.masks(parser.featurizer, parser.featurizer.encode(sentences)),
-                              sentences):
-        counts += (*gold_recall(mask, sentence.heads), *kept_fraction(mask))
-    record = parser.info["cascade"]
-    tuned = next(r for r in record["tuning"] if r["threshold"] == record["threshold"])
-    return {"threshold": record["threshold"], "top_k": record["top_k"], "tuning_recall": tuned["recall"],
-            "tuning_kept": tuned["kept"], "eval_recall": float(counts[0] / counts[1]),
-            "eval_kept": float(counts[2] / counts[3])}
+    training = model_info(model)["training"]
+    record = training["cascade"]
+    kept = Parser.load(model).kept_arcs(read_conll(gold))
+    return {"threshold": record["threshold"], "top_k": record["top_k"],
+            "target": (training["settings"] or {}).get("cascade_recall"),
+            "tuning_sentences": record["tuning_sentences"], "tuning_recall": record["tuning_recall"],
+            "tuning_kept": record["tuning_kept"], "eval_recall": kept.recall, "eval_kept": kept.kept_share,
+            "eval_gold_arcs": kept.gold}
 
 
 def pruned_share(model: Path, gold: Path) -> float:
@@ -309,6 +345,35 @@ def table(rows: list[dict], udpipe: dict[str, dict] | None = None) -> str:
     return "\n".join(lines)
 
 
+def cascade_table(rows: list[dict]) -> str:
+    """The cascade runs' first stages: the threshold and top-k, and the shares of the gold arcs and of all arcs
+    that their masks keep of the tuning split and of the evaluation file (in %); empty without a cascade run."""
+    out = [[row["data"], f"`{run_label(row)}`", _percent(c.get("target"), 1), f"{c['threshold']:g}", str(c["top_k"]),
+            _percent(c["tuning_recall"]), _percent(c["tuning_kept"], 1), _percent(c["eval_recall"]),
+            _percent(c["eval_kept"], 1)]
+           for row in rows if (c := row.get("cascade")) is not None]
+    if not out:
+        return ""
+    return report.markdown_table(["data", "egnlp run", "recall sought", "threshold", "top-k",
+                                  "tuning: gold arcs kept", "tuning: arcs kept", "evaluation file: gold arcs kept",
+                                  "evaluation file: arcs kept"], out, "llrrrrrrr")
+
+
+def _percent(share: float | None, digits: int = 2) -> str:
+    return "n/a" if share is None else f"{100 * share:.{digits}f}"
+
+
+CASCADE_NOTE = ("Cascades (`--cascade`; Koo and Collins 2010, Sec. 5): the first-order pruner keeps the heads of a "
+                "word whose marginal is at least the threshold times the best head's, top-k of them at most. The "
+                "threshold is chosen on the tuning split (the training file's last tenth, which the pruner is not "
+                "trained on), not on the evaluation file: the largest that keeps the recall sought "
+                "(`--cascade-recall`) of its gold arcs, or the largest with the best recall when top-k caps it "
+                "below. In %: the gold arcs kept (the pruner's oracle recall) and the arcs kept of the n² of each "
+                "sentence, on the tuning split (the model's record, `egnlp model info`) and on the evaluation file "
+                "(the test split, or the UD dev file; `Parser.kept_arcs`: the masks the higher-order model decodes "
+                "over).")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", default=",".join(RUNS), help=f"comma-separated NAME:TREE (default: {','.join(RUNS)})")
@@ -319,13 +384,17 @@ def main(argv: list[str] | None = None) -> None:
                     help="also train and score UDPipe 1's parser on each data set of the runs (needs ufal.udpipe)")
     ap.add_argument("--keep", type=Path, help="folder that keeps the trained UDPipe 1 models for later runs "
                                               "(default: a temporary one)")
+    ap.add_argument("--reuse", action="store_true",
+                    help=f"do not train a run whose model.npz is in --out already; its training figures are those "
+                         f"{RECORD} in --out records of it")
     report.add_options(ap)
     args = ap.parse_args(argv)
     run_info = report.provenance()
     command = report.command_line(__file__, sys.argv[1:] if argv is None else argv)
     if args.udpipe and udpipe1.version() is None:
         sys.exit("--udpipe: UDPipe 1's Python package is missing here (pip install ufal.udpipe)")
-    rows = [run_one(spec.strip(), args.out, args.passes, args.trainer) for spec in args.runs.split(",")
+    recorded = recorded_rows(args.out) if args.reuse else None
+    rows = [run_one(spec.strip(), args.out, args.passes, args.trainer, recorded) for spec in args.runs.split(",")
             if spec.strip()]
     udpipe: dict[str, dict] = {}
     if args.udpipe:
@@ -334,10 +403,13 @@ def main(argv: list[str] | None = None) -> None:
                 udpipe[data] = udpipe_scores(data, args.out / f"udpipe-{data}", args.keep or Path(tmp))
                 log(f"UDPipe 1 on {data}: {udpipe[data]}")
     text = table(rows, udpipe)
+    cascades = cascade_table(rows)
+    if cascades:
+        text += "\n\n" + CASCADE_NOTE + "\n\n" + cascades
     print(text)
     (args.out / "parser_accuracy.md").write_text(text + "\n", encoding="utf-8")
-    (args.out / "parser_accuracy.json").write_text(json.dumps({"egnlp": rows, "udpipe1": udpipe}, indent=2) + "\n",
-                                                   encoding="utf-8")
+    (args.out / RECORD).write_text(json.dumps({"egnlp": rows, "udpipe1": udpipe}, indent=2) + "\n",
+                                   encoding="utf-8")
     if args.write_docs:
         body = docs_intro(args, udpipe) + "\n\n" + headline(rows, udpipe)
         details = ("Details: the tree space the run chose, LAS with `udvalidate --level 2` on the UD output, "
@@ -367,6 +439,10 @@ def docs_intro(args: argparse.Namespace, udpipe: dict[str, dict]) -> str:
              "training and evaluation files with gold tags, as the project's issue tracker reports them. "
              "Training CPU seconds are user + system of the whole command (`os.wait4`), on a machine shared "
              "with other jobs.")
+    if args.reuse:
+        text += (" With `--reuse` the models already in the output folder were not trained again: they were "
+                 "parsed and scored afresh, and their training figures (CPU seconds, peak RSS, tree space) are "
+                 "those of the run that trained them.")
     return text
 
 
