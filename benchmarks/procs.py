@@ -37,12 +37,14 @@ class Finished:
     returncode: int = 0
 
 
-def run(argv: list[object], *, stdin: str | None = None, check: bool = True) -> Finished:
-    """Run ``argv`` to its end; with ``check`` a failure stops the benchmark with the command and its errors."""
+def run(argv: list[object], *, stdin: str | None = None, check: bool = True,
+        env: dict[str, str] | None = None) -> Finished:
+    """Run ``argv`` to its end; with ``check`` a failure stops the benchmark with the command and its errors.
+    ``env``: variables set for this child on top of :data:`CHILD_ENV`."""
     args = [str(a) for a in argv]
     with tempfile.TemporaryFile("w+", encoding="utf-8") as out, tempfile.TemporaryFile("w+", encoding="utf-8") as err:
         start = time.perf_counter()
-        child = subprocess.Popen(args, stdout=out, stderr=err, env=CHILD_ENV, text=True,
+        child = subprocess.Popen(args, stdout=out, stderr=err, env={**CHILD_ENV, **(env or {})}, text=True,
                                  stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL)
         if stdin is not None:
             child.stdin.write(stdin)
@@ -59,9 +61,9 @@ def run(argv: list[object], *, stdin: str | None = None, check: bool = True) -> 
     return Finished(stdout, stderr, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0, child.returncode)
 
 
-def egnlp(*args: object, check: bool = True) -> Finished:
+def egnlp(*args: object, check: bool = True, env: dict[str, str] | None = None) -> Finished:
     """``egnlp ARGS`` by the console script of this environment (:func:`run`)."""
-    return run([EGNLP, *args], check=check)
+    return run([EGNLP, *args], check=check, env=env)
 
 
 def log(message: str) -> None:

@@ -41,6 +41,7 @@ TITLES = {
     "tagging-ud": "UPOS tagging on UD treebanks",
     "raw-text": "Raw text to trees (CoNLL 2018 metrics)",
     "speed": "Parsing speed",
+    "first-run": "The first parse after an install",
     "trainers": "Trainers",
 }
 HEADER = """# Results

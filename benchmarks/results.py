@@ -42,6 +42,7 @@ PLAN: dict[str, list[tuple[tuple[str, ...], str, list[str], bool]]] = {
     "raw-text": [(("raw-text",), "raw_text.py", [], True)],
     "speed": [(("speed",), "udpipe_compare.py", ["--runs", "5"], True)],
     "trainers": [(("trainers",), "trainers.py", [], False)],
+    "first-run": [(("first-run",), "first_run.py", ["--runs", "3"], True)],
 }
 
 

@@ -79,7 +79,7 @@ def feature_atoms(sentences, hasher: StringHasher | None = None,
 FEATS_MEMO = 1 << 16
 
 
-@njit(cache=True, inline="always")  # inlined: its calls pass many different literals, one compile each otherwise
+@njit(cache=True, no_cpython_wrapper=True)
 def _lkey(template, a, b, c, d):
     """Key of label template ``template`` over up to four atoms (unused atoms are 0); never 0."""
     k = combine(np.uint64(_T0 + template), a)

@@ -292,7 +292,7 @@ def pair_used(k, flags):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def head_prefixes(atoms, base, n, flags, out):
     """out[x, k] (n+1, N_PAIR) uint64: the key of pair template k with token x as the head, before the
     modifier's atoms are mixed in (templates that ``flags`` leave out are not written)."""
@@ -327,7 +327,7 @@ def head_prefixes(atoms, base, n, flags, out):
             k += 4
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def modifier_atoms(atoms, base, n, flags, out):
     """out[k, :, x] (N_PAIR, 2, n+1) int64: the two atoms token x adds as the modifier to the key of pair
     template k (0 for a missing one; templates that ``flags`` leave out are not written)."""
@@ -393,7 +393,7 @@ def prefix_key(prefixes, mod_atoms, h, m, k):
     return nonzero_key(key)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True)
 def prefix_pair_keys(prefixes, mod_atoms, h, m, flags, out, c, known=-1, word_pairs=-1):
     """The keys that :func:`_pair_keys` emits for h -> m under the same ``known`` bits, in its order, from
     :func:`head_prefixes` and :func:`modifier_atoms`: two or three combines a key where _pair_keys

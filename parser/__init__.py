@@ -9,6 +9,9 @@ and third-order charts), the parsing problem trainers see, the arc labeler, and 
 from typing import TYPE_CHECKING
 
 from egnlp.base.exports import lazy_exports
+from egnlp.base.kernel_compile import install as _compile_rules
+
+_compile_rules()  # before any of its kernels compiles: see egnlp.base.kernel_compile
 
 _EXPORTS = {"Parser": "parser_model", "attachment_scores": "attachment"}
 

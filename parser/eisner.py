@@ -62,7 +62,7 @@ __all__ = [
 # ---------------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, no_cpython_wrapper=True)
 def _lse_pair(a, i, b, j, lo, hi, off):
     """log sum_{r=lo}^{hi-1} exp(a[i, r] + b[j, r + off]); -inf if all terms are -inf."""
     m = -np.inf
@@ -78,7 +78,7 @@ def _lse_pair(a, i, b, j, lo, hi, off):
     return m + np.log(acc)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, no_cpython_wrapper=True)
 def _max_pair(a, i, b, j, lo, hi, off):
     """(max, first argmax) over r in lo..hi-1 of a[i, r] + b[j, r + off]."""
     best = a[i, lo] + b[j, lo + off]
@@ -91,7 +91,7 @@ def _max_pair(a, i, b, j, lo, hi, off):
     return best, arg
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, no_cpython_wrapper=True)
 def lse_pair_adjoint(a, i, b, j, lo, hi, off, value, g, ga, gb):
     """Reverse-mode step of ``value = _lse_pair(a, i, b, j, lo, hi, off)``.
 
@@ -109,7 +109,7 @@ def lse_pair_adjoint(a, i, b, j, lo, hi, off, value, g, ga, gb):
 # ---------------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, no_cpython_wrapper=True)
 def reduce_split(a, i, b, j, lo, hi, off, use_max):
     """The split-point reduction of one chart item in the chosen semiring: (value, best split point)
     in max-plus, (log-sum-exp, -1) in sum-product."""
@@ -118,7 +118,7 @@ def reduce_split(a, i, b, j, lo, hi, off, use_max):
     return _lse_pair(a, i, b, j, lo, hi, off), -1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, no_cpython_wrapper=True)
 def _fill(scores, single, use_max, C, CT, I, L, split_i, split_c):
     """Fill the charts of Eisner (1996) in log space, sum-product (inside) or max-plus (``use_max``).
 
@@ -155,7 +155,7 @@ def _fill(scores, single, use_max, C, CT, I, L, split_i, split_c):
     return C[0, n]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, no_cpython_wrapper=True)
 def complete_items(I, C, CT, s, t, use_max, split_c):
     """The two complete items of the span s < t from the incomplete ones (shared with the second-order
     chart of :mod:`egnlp.parser.eisner_siblings`, whose complete items are the same); ``split_c`` gets the best
@@ -176,7 +176,7 @@ def complete_items(I, C, CT, s, t, use_max, split_c):
         split_c[t, s] = r
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, no_cpython_wrapper=True)
 def complete_items_adjoint(I, C, CT, s, t, gC, gCT, gI):
     """Reverse-mode step of :func:`complete_items` in sum-product: the adjoints of C[t, s] and C[s, t]
     (gC plus the transposed copy's gCT) passed on to the items they sum."""
@@ -190,7 +190,7 @@ def complete_items_adjoint(I, C, CT, s, t, gC, gCT, gI):
         lse_pair_adjoint(I, s, CT, t, s + 1, t + 1, 0, C[s, t], g, gI, gCT)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, no_cpython_wrapper=True)
 def _charts(n1):
     """Uninitialised charts C, CT, I, L of a sentence with n1 - 1 words, each (n1, n1) float64."""
     return np.empty((n1, n1)), np.empty((n1, n1)), np.empty((n1, n1)), np.empty((n1, n1))

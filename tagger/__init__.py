@@ -9,6 +9,9 @@ segmentation (NLTK's Punkt, or the trained character-chain :class:`Tokenizer`), 
 from typing import TYPE_CHECKING
 
 from egnlp.base.exports import lazy_exports
+from egnlp.base.kernel_compile import install as _compile_rules
+
+_compile_rules()  # before any of its kernels compiles: see egnlp.base.kernel_compile
 
 _EXPORTS = {"Tagger": "tagger_model", "ModelError": "egnlp.base.errors", "tag_scores": "accuracy",
             "Tokenizer": "tokenizer_model"}

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from numba import njit
 
 from egnlp.corpora import load_dataset
 from egnlp.corpora.sentence import CPOS, HEAD, POS, Sentence
@@ -251,6 +252,16 @@ def test_direct_arc_scores_with_more_tags_than_the_dense_memo_takes(mode):
     _assert_direct_scores_are_the_csr_sums(train, sentences, mode, 2)
 
 
+@njit
+def _prefix_pair_keys(atoms, base, n, flags, h, m, out, known):
+    """prefix_pair_keys of the arc h -> m, from the sentence's prefixes (the three are kernel-only helpers)."""
+    prefixes = np.empty((n + 1, N_PAIR), dtype=np.uint64)
+    head_prefixes(atoms, base, n, flags, prefixes)
+    mod_atoms = np.zeros((N_PAIR, 2, n + 1), dtype=np.int64)
+    modifier_atoms(atoms, base, n, flags, mod_atoms)
+    return prefix_pair_keys(prefixes, mod_atoms, h, m, flags, out, 0, known)
+
+
 def test_prefix_pair_keys_are_the_pair_keys_in_their_order():
     """The direct scorer's pair keys, made from per-token prefixes, are those of _pair_keys in the same order
     under any known bits (which leave out bigrams), with and without lemmas and FEATS."""
@@ -261,17 +272,13 @@ def test_prefix_pair_keys_are_the_pair_keys_in_their_order():
         enc = f.encode(sentences)
         for s in range(len(sentences)):
             base, n = int(enc.tok_ptr[s]), enc.length(s)
-            prefixes = np.empty((n + 1, N_PAIR), dtype=np.uint64)
-            head_prefixes(enc.atoms, base, n, f.flags, prefixes)
-            mod_atoms = np.zeros((N_PAIR, 2, n + 1), dtype=np.int64)
-            modifier_atoms(enc.atoms, base, n, f.flags, mod_atoms)
             expected, got = np.empty(64, dtype=np.uint64), np.empty(64, dtype=np.uint64)
             for h in range(n + 1):
                 for m in range(1, n + 1):
                     if m != h:
                         known = -1 if (h + m) % 3 == 0 else int(rng.integers(0, 1 << 12))
                         c = _pair_keys(enc.atoms, base, n, h, m, f.flags, expected, 0, known)
-                        assert prefix_pair_keys(prefixes, mod_atoms, h, m, f.flags, got, 0, known) == c
+                        assert _prefix_pair_keys(enc.atoms, base, n, f.flags, h, m, got, known) == c
                         np.testing.assert_array_equal(got[:c], expected[:c])
 
 
