@@ -74,7 +74,9 @@ def _lse_pair(a, i, b, j, lo, hi, off):
         return m
     acc = 0.0
     for r in range(lo, hi):
-        acc += np.exp(a[i, r] + b[j, r + off] - m)
+        v = a[i, r] + b[j, r + off]
+        if v > -np.inf:  # exp(-inf) adds 0: not computed (the arcs a pruner or the templates rule out)
+            acc += np.exp(v - m)
     return m + np.log(acc)
 
 
@@ -99,9 +101,11 @@ def lse_pair_adjoint(a, i, b, j, lo, hi, off, value, g, ga, gb):
     added to ``ga[i, r]`` and ``gb[j, r + off]``.
     """
     for r in range(lo, hi):
-        p = g * np.exp(a[i, r] + b[j, r + off] - value)
-        ga[i, r] += p
-        gb[j, r + off] += p
+        v = a[i, r] + b[j, r + off]
+        if v > -np.inf:  # a share of 0 changes no adjoint: not computed
+            p = g * np.exp(v - value)
+            ga[i, r] += p
+            gb[j, r + off] += p
 
 
 # ---------------------------------------------------------------------------
