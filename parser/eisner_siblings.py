@@ -333,11 +333,13 @@ def _argmax_kernel(theta, off, single, keep, hptr, hidx):
     split_i = np.zeros((n1, n1), dtype=np.int64)  # previous sibling of I[h, m], -1 for none
     split_s = np.zeros((n1, n1), dtype=np.int64)  # best u of S[s, t]
     best = _fill(theta, off, single, True, C, CT, I, S, ST, split_c, split_i, split_s, keep, hptr, hidx)
+    heads = np.full(n1, -1, dtype=np.int64)
+    if best == -np.inf:  # no tree: the split points of items never filled (arcs a mask drops) lead nowhere
+        return best, heads
 
     # Backtrack from C[0, n] with an explicit stack of (kind, a, b), kind 0:
     # C[a, b], 1: I[a, b], 2: S[a, b].  A derivation has n incomplete, at most
     # n sibling and at most 5n + 1 complete items, so 8 (n + 1) bounds the stack.
-    heads = np.full(n1, -1, dtype=np.int64)
     cap = 8 * n1
     st_k = np.empty(cap, dtype=np.int64)
     st_a = np.empty(cap, dtype=np.int64)

@@ -242,31 +242,50 @@ class Parser(NLTKBase):
                 if marginals:
                     mu = self._marginals(arc, finals[s])
             else:
-                from egnlp.parser.eisner_siblings import arc_marginals
-                size = arc.shape[0]
                 keep = next(keeps) if keeps is not None else None
                 if keep is not None and (arc[keep != 0] == -np.inf).any():  # the pruner decoded every arc
                     arc = self.featurizer.arc_scores(encoded, s, arc_w)
-                # a cascade's sentence: the parts of its kept arcs only (egnlp.features.kept_parts)
-                parts = kept_parts(keep) if keep is not None else None
-                theta = self.siblings.scores(self.siblings.compile(encoded, s, parts=parts), arc, sib_w)
-                grand = None
-                if self.grand is None:
-                    from egnlp.parser.eisner_siblings import sibling_argmax, sibling_marginals
-                    heads = sibling_argmax(theta, size, self.root, parts=parts)
-                    if marginals:
-                        mu = arc_marginals(sibling_marginals(theta, size, self.root, parts=parts)[1], size, parts)
-                else:
-                    from egnlp.parser.eisner_grandparents import grand_argmax, grand_marginals
-                    grand = self.grand.scores(self.grand.compile(encoded, s, parts=parts), grand_w)
-                    heads = grand_argmax(theta, grand, size, self.root, parts=parts)
-                    if marginals:
-                        mu = arc_marginals(grand_marginals(theta, grand, size, self.root, parts=parts)[1], size,
-                                           parts)
-                if self.space.name != PROJECTIVE:  # McDonald and Pereira (2006, Sec. 3.2)
-                    from egnlp.parser.rearrange import rearrange
-                    heads = rearrange(heads, theta, grand, self.root, parts=parts)[0]
+                try:
+                    heads, mu = self._higher_order(encoded, s, arc, keep, marginals, sib_w, grand_w)
+                except NoTreeError:  # the kept arcs hold no tree of the space: decode every arc
+                    if keep is None:
+                        raise
+                    heads, mu = self._higher_order(encoded, s, self.featurizer.arc_scores(encoded, s, arc_w), None,
+                                                   marginals, sib_w, grand_w)
             yield heads, mu
+
+    def _higher_order(self, encoded: EncodedCorpus, s: int, arc: np.ndarray, keep: np.ndarray | None,
+                      marginals: bool, sib_w: np.ndarray, grand_w: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """(heads, and with ``marginals`` the head marginals, else None) of sentence ``s`` by the second- or
+        third-order chart over the arcs ``keep`` keeps (None: every arc), rearranged outside the projective
+        space (McDonald and Pereira 2006, Sec. 3.2).
+
+        Raises:
+            NoTreeError: no tree of the space has only kept arcs.
+        """
+        from egnlp.parser.eisner_siblings import arc_marginals
+
+        size = arc.shape[0]
+        mu = None
+        # a cascade's sentence: the parts of its kept arcs only (egnlp.features.kept_parts)
+        parts = kept_parts(keep) if keep is not None else None
+        theta = self.siblings.scores(self.siblings.compile(encoded, s, parts=parts), arc, sib_w)
+        grand = None
+        if self.grand is None:
+            from egnlp.parser.eisner_siblings import sibling_argmax, sibling_marginals
+            heads = sibling_argmax(theta, size, self.root, parts=parts)
+            if marginals:
+                mu = arc_marginals(sibling_marginals(theta, size, self.root, parts=parts)[1], size, parts)
+        else:
+            from egnlp.parser.eisner_grandparents import grand_argmax, grand_marginals
+            grand = self.grand.scores(self.grand.compile(encoded, s, parts=parts), grand_w)
+            heads = grand_argmax(theta, grand, size, self.root, parts=parts)
+            if marginals:
+                mu = arc_marginals(grand_marginals(theta, grand, size, self.root, parts=parts)[1], size, parts)
+        if self.space.name != PROJECTIVE:  # McDonald and Pereira (2006, Sec. 3.2)
+            from egnlp.parser.rearrange import rearrange
+            heads = rearrange(heads, theta, grand, self.root, parts=parts)[0]
+        return heads, mu
 
     def _argmax(self, arc: np.ndarray, final: bool) -> np.ndarray:
         """The best tree of first-order arc scores; ``final``: the sentence ends in punctuation."""

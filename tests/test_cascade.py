@@ -253,6 +253,54 @@ def test_cascade_trains_saves_loads_and_decodes_over_its_masks(order, es_train, 
             Parser.load(tmp_path / "bad.npz")
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_a_mask_that_holds_no_tree_is_an_error_not_a_loop(n):
+    """Only root arcs kept under a single root: no tree for n > 1, and the charts say so (NoTreeError)
+    instead of backtracking through the split points of items never filled (the second-order chart
+    looped for ever); under several roots the one tree is every word on the root."""
+    from egnlp.parser.tree_checks import NoTreeError
+
+    size = n + 1
+    keep = np.zeros((size, size), dtype=np.uint8)
+    keep[0, 1:] = 1
+    theta, G = np.zeros(n_sibling_parts(size)), np.zeros((size, size, size))
+    decoders = (lambda root: sibling_argmax(theta, size, root, keep),
+                lambda root: grand_argmax(theta, G, size, root, keep))
+    for decode in decoders:
+        assert decode("multi").tolist() == [-1] + [0] * n
+        if n == 1:
+            assert decode("single").tolist() == [-1, 0]
+        else:
+            with pytest.raises(NoTreeError):
+                decode("single")
+
+
+@pytest.mark.parametrize("order", ["siblings", "grandparents"])
+def test_a_sentence_whose_kept_arcs_hold_no_tree_is_decoded_over_every_arc(order, es_train, monkeypatch):
+    """When a cascade's mask holds no tree of the space (here: only root arcs, one root), the parser decodes
+    that sentence over every arc, as the model without its cascade does."""
+    from egnlp.corpora import load_dataset
+    from egnlp.parser.parser_model import Parser
+    from egnlp.parser_training import train_parser
+
+    train = [s for s in es_train if len(s) <= 25][:60]
+    dev = [s for s in load_dataset("es", "dev") if len(s) > 1][:6]
+    parser, _ = train_parser(train, root="single", max_passes=2, cascade=True, cascade_top_k=4, **{order: True})
+    pruner = parser.pruner
+    parser.pruner = None
+    free = parser.predict_heads(dev)
+    parser.pruner = pruner
+
+    def root_only(self, encoded):
+        for s in range(len(encoded)):
+            keep = np.zeros((encoded.length(s) + 1,) * 2, dtype=np.uint8)
+            keep[0, 1:] = 1
+            yield keep
+
+    monkeypatch.setattr(Parser, "_masks", root_only)
+    assert parser.predict_heads(dev) == free
+
+
 def compact(theta: np.ndarray, G: np.ndarray, parts) -> tuple[np.ndarray, np.ndarray]:
     """Full-layout scores gathered into the pruned layout ``parts``: the kept arcs' sibling parts in
     row-major order, and the grandparent slots."""
