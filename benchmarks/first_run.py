@@ -30,7 +30,7 @@ from pathlib import Path
 
 import report
 from parse_scale import ud_dir  # benchmarks/ is on the path of a script run from it
-from procs import Finished, egnlp, log
+from procs import Finished, egnlp, kept_parser, log
 
 NOTE = "note: compiling egnlp's kernels"  # egnlp.startup.COMPILING_NOTE starts so
 
@@ -75,11 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(opts.keep or tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        commit = run_info.commit
-        model = folder / f"egnlp-pt-default-{commit}.npz" if " " not in commit else Path(tmp) / "egnlp-pt.npz"
-        if not model.exists():
-            log(f"egnlp parser train --train {train_file.name}")
-            egnlp("parser", "train", "--train", train_file, "--out", model, "-q")
+        model = kept_parser(folder, Path(tmp), "egnlp-pt-default", run_info.commit, train_file)
         one = Path(tmp) / "one.conllu"
         one.write_text(first_sentence(dev_file), encoding="utf-8")
         first, second, kernels = [], [], []

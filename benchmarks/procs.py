@@ -69,3 +69,15 @@ def egnlp(*args: object, check: bool = True, env: dict[str, str] | None = None) 
 def log(message: str) -> None:
     """A progress line on stderr with the time of day."""
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def kept_parser(folder: Path, scratch: Path, name: str, commit: str, train_file: Path, *options: object) -> Path:
+    """The model of ``egnlp parser train --train TRAIN_FILE OPTIONS``: ``folder/NAME-COMMIT.npz``, trained
+    there once and reused by later runs at the same commit; in ``scratch`` when the commit is not one
+    (uncommitted changes: its name has a space), so it is trained again every run."""
+    model = folder / f"{name}-{commit}.npz" if " " not in commit else scratch / f"{name}.npz"
+    if not model.exists():
+        shown = " ".join(str(option) for option in options)
+        log(f"egnlp parser train --train {train_file.name}{' ' + shown if shown else ''}")
+        egnlp("parser", "train", "--train", train_file, *options, "--out", model, "-q")
+    return model

@@ -39,7 +39,7 @@ from pathlib import Path
 import report
 import udpipe1
 from parse_scale import ud_dir  # benchmarks/ is on the path of a script run from it
-from procs import egnlp, log
+from procs import egnlp, kept_parser, log
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -57,11 +57,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(opts.keep or tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        commit = run_info.commit
-        ours = folder / f"egnlp-pt-{commit}.npz" if " " not in commit else Path(tmp) / "egnlp-pt.npz"
-        if not ours.exists():
-            log(f"egnlp parser train --train {train_file.name} --tree auto")
-            egnlp("parser", "train", "--train", train_file, "--tree", "auto", "--out", ours, "-q")
+        ours = kept_parser(folder, Path(tmp), "egnlp-pt", run_info.commit, train_file, "--tree", "auto")
         theirs = udpipe1.train("parser-pt_bosque", train_file, udpipe1.PARSER_ONLY, folder)
         dev = dev_file.read_text(encoding="utf-8").rstrip("\n") + "\n\n"
         x8 = Path(tmp) / "dev-x8.conllu"
