@@ -23,17 +23,17 @@ rules out.
   (only those two files are public here; settings were chosen on the last
   10% of the ``-test`` file, the data sets' dev split).
 
-A run is ``NAME:TREE``, ``NAME:TREE:siblings`` or ``NAME:TREE:grandparents``
-(``NAME:TREE:siblings:cascade`` and ``NAME:TREE:grandparents:cascade``: pruned by
-a first-order model, ``--cascade``; the row records the cascade's threshold and
-top-k, and the share of the gold arcs (the pruner's oracle recall) and of all
-arcs that its masks keep on the tuning split, as the model records them (``egnlp
-model info``), and on the evaluation file (``Parser.kept_arcs``); a table of
-its own shows them) with TREE one of ``default`` (no ``--tree`` option: projective),
-``projective``, ``non-projective`` or ``auto``, ``siblings`` for the
-second-order model (``--siblings``) and ``grandparents`` for the third-order
-one (``--grandparents``); for
-``eu`` the root is ``multi`` (the data set's).  The quoted reference figures are those of the
+A run is ``NAME:TREE`` (the default model: first order), or ``NAME:TREE:PARTS``
+with PARTS ``siblings`` or ``grandparents`` (``--parts siblings --no-cascade``,
+``--parts grandparents --no-cascade``: unpruned), ``siblings:cascade`` or
+``grandparents:cascade`` (``--parts siblings``, ``--parts grandparents``:
+pruned by a first-order cascade); TREE is one of ``default``
+(no ``--tree`` option: projective), ``projective``, ``non-projective`` or
+``auto``. A pruned run's row records the cascade's threshold and top-k, and the
+share of the gold arcs (the pruner's oracle recall) and of all arcs that its
+masks keep on the tuning split, as the model records them (``egnlp model
+info``), and on the evaluation file (``Parser.kept_arcs``); a table of its own
+shows them. For ``eu`` the root is ``multi`` (the data set's).  The quoted reference figures are those of the
 project's issue tracker: MSTParser (first order, projective and
 non-projective) and UDPipe 1 (10 iterations), on the same files with gold
 tags.  Files go to ``--out`` (default ``runs/parser_accuracy``); the table
@@ -79,10 +79,14 @@ ROOT = Path(__file__).resolve().parents[1]
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 BIN = Path(sys.executable).parent
-RUNS = ("es:default", "es:projective:siblings", "es:projective:grandparents", "eu:non-projective", "eu:projective",
-        "eu:projective:siblings", "eu:projective:grandparents", "pt-bosque:auto", "pt-bosque:projective",
-        "pt-bosque:projective:siblings", "pt-bosque:projective:grandparents", "nl-alpino:auto",
-        "nl-alpino:projective", "nl-alpino:projective:siblings", "nl-alpino:projective:grandparents")
+RUNS = ("es:default", "es:projective:grandparents:cascade", "eu:default", "eu:non-projective:grandparents:cascade",
+        "pt-bosque:default", "pt-bosque:projective:grandparents:cascade", "nl-alpino:default",
+        "nl-alpino:projective:grandparents:cascade")
+# The options of a run's PARTS, and whether its model is pruned by a cascade
+PARTS = {(): ([], False), ("siblings",): (["--parts", "siblings", "--no-cascade"], False),
+         ("grandparents",): (["--parts", "grandparents", "--no-cascade"], False),
+         ("siblings", "cascade"): (["--parts", "siblings"], True),
+         ("grandparents", "cascade"): (["--parts", "grandparents"], True)}
 UD_FILES = {"pt-bosque": ("pt_bosque-ud", "pt"), "nl-alpino": ("nl_alpino-ud", "nl")}
 # (UAS, LAS) of the reference parsers on the same evaluation files (LAS on universal relations for UD)
 REFERENCES = {
@@ -116,8 +120,10 @@ def run_one(spec: str, out: Path, passes: int | None, trainer: str | None = None
     """One run's row: trained (unless ``recorded``, the previous rows by run, is given and the model file exists:
     then its training figures are the recorded ones), parsed and scored."""
     name, tree, *extra = spec.split(":")
-    if extra not in ([], ["siblings"], ["grandparents"], ["siblings", "cascade"], ["grandparents", "cascade"]):
-        sys.exit(f"run {spec!r}: expected NAME:TREE, NAME:TREE:siblings or NAME:TREE:grandparents, with :cascade")
+    if tuple(extra) not in PARTS:
+        sys.exit(f"run {spec!r}: expected NAME:TREE or NAME:TREE:PARTS, PARTS one of "
+                 f"{', '.join(':'.join(k) for k in PARTS if k)}")
+    flags, pruned = PARTS[tuple(extra)]
     folder = out / spec.replace(":", "-")
     folder.mkdir(parents=True, exist_ok=True)
     model = folder / "model.npz"
@@ -130,21 +136,21 @@ def run_one(spec: str, out: Path, passes: int | None, trainer: str | None = None
         source, gold, lang = ["--data", name], folder / "gold.conll", None
         egnlp("data", "export", name, "test", "-o", gold)
     options = ([] if tree == "default" else ["--tree", tree]) + (["--passes", passes] if passes else []) \
-        + (["--trainer", trainer] if trainer else []) + [f"--{x}" for x in extra]
+        + (["--trainer", trainer] if trainer else []) + flags
     training = trained_model(spec, model, [*source, *options], recorded)
     egnlp("parser", "parse", model, gold, "-o", pred)
-    row = {"run": spec, "data": name, "tree": tree, "siblings": bool(extra),
-           "grandparents": "grandparents" in extra, **training, **scored(gold, pred, lang)}
+    row = {"run": spec, "data": name, "tree": tree, "flags": flags, "arcs": not extra, **training,
+           **scored(gold, pred, lang)}
     if lang is not None:
         checked = subprocess.run([str(BIN / "udvalidate"), "--level", "2", "--lang", lang, str(pred)],
                                  capture_output=True, text=True)
         row["valid"] = checked.returncode == 0
-    if not extra:  # a first-order model: decoded over every arc too (the default prunes)
+    if row["arcs"]:  # a first-order model: decoded over every arc too (the default prunes)
         exact = pred.with_name("every-arc" + pred.suffix)
         egnlp("parser", "parse", model, gold, "-o", exact, "--no-prune")
         row["every_arc"] = scored(gold, exact, lang)
         row["pruned_share"] = pruned_share(model, gold)
-    if "cascade" in extra:
+    if pruned:
         row["cascade"] = cascade_figures(model, gold)
     log(f"{spec}: {row}")
     return row
@@ -301,11 +307,9 @@ def _quoted(data: str, who: str | None = None) -> str:
 
 
 def run_label(row: dict) -> str:
-    if row["tree"] == "default" and not row.get("siblings"):
+    if row["tree"] == "default" and not row["flags"]:
         return "defaults"
-    return " ".join(([] if row["tree"] == "default" else [f"--tree {row['tree']}"])
-                    + (["--grandparents"] if row.get("grandparents") else ["--siblings"] if row.get("siblings")
-                       else []) + (["--cascade"] if row.get("cascade") else []))
+    return " ".join(([] if row["tree"] == "default" else [f"--tree {row['tree']}"]) + row["flags"])
 
 
 def headline(rows: list[dict], udpipe: dict[str, dict]) -> str:
@@ -363,7 +367,8 @@ def _percent(share: float | None, digits: int = 2) -> str:
     return "n/a" if share is None else f"{100 * share:.{digits}f}"
 
 
-CASCADE_NOTE = ("Cascades (`--cascade`; Koo and Collins 2010, Sec. 5): the first-order pruner keeps the heads of a "
+CASCADE_NOTE = ("Cascades (a higher-order model's default, `--no-cascade` turns it off; Koo and Collins 2010, "
+                "Sec. 5): the first-order pruner keeps the heads of a "
                 "word whose marginal is at least the threshold times the best head's, top-k of them at most. The "
                 "threshold is chosen on the tuning split (the training file's last tenth, which the pruner is not "
                 "trained on), not on the evaluation file: the largest that keeps the recall sought "

@@ -398,7 +398,7 @@ def _train_arcs(train: Sequence[Sentence], dev: Sequence[Sentence] | None, setti
     budget = cache_budget(spec.name, settings.cache_mb, has_dev=bool(dev))
     jobs = resolve_jobs(settings.jobs)
     featurizer, pruner, keep, cascade_info = None, None, None, {}
-    if settings.cascade:
+    if settings.cascaded:
         featurizer = ArcFeaturizer.for_corpus(train, settings.feature_mode, settings.hash_bits, settings.tags)
         featurizer.fit(featurizer.encode(train), [s.heads for s in train])
         pruner, keep, cascade_info = train_pruner(featurizer, train, settings, space.root)
@@ -454,9 +454,8 @@ def train_pruner(featurizer: ArcFeaturizer, train: Sequence[Sentence], settings:
     training sentences."""
     start = time.process_time()
     cut = tuning_cut(len(train))
-    first = dataclasses.replace(settings, siblings=False, grandparents=False, cascade=False, patience=None,
-                                C_path=None, max_seconds=None,
-                                max_passes=settings.cascade_passes or settings.max_passes)
+    first = dataclasses.replace(settings, parts="arcs", cascade=False, patience=None,
+                                C_path=None, max_seconds=None, max_passes=settings.cascade_passes)
     spec, config = first.spec, first.trainer_configs()[0]
     if getattr(config, "evaluate", False):  # the pruner's objectives are never read: not computed (BCFW)
         config = dataclasses.replace(config, evaluate=False)

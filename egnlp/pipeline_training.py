@@ -43,8 +43,8 @@ from egnlp.lemmatizer_training import train_lemmatizer
 from egnlp.multiword_training import train_multiword
 from egnlp.parser_training import train_parser
 from egnlp.pipeline import COLUMN_NAMES, Pipeline, tag_sentences
-from egnlp.settings import JACKKNIFE_FOLDS, PIPELINE_STAGES as STAGES, LemmatizerSettings, ParserSettings, \
-    TaggerSettings, TokenizerSettings
+from egnlp.settings import JACKKNIFE_FOLDS, PARTS, PIPELINE_STAGES as STAGES, LemmatizerSettings, \
+    ParserSettings, TaggerSettings, TokenizerSettings
 from egnlp.tagger.lemmatizer import Lemmatizer
 from egnlp.tagger.multiword import surface_tokens
 from egnlp.tagger.tagger_model import Tagger
@@ -60,7 +60,7 @@ __all__ = ["JACKKNIFE_FOLDS", "PIPELINE_PARSER", "STAGES", "filled_in", "jackkni
 # columns, it scores LAS 75.59 and MLAS 56.67 against 74.87 and 55.96 for the second-order parser
 # (McDonald and Pereira 2006), and the pipeline runs in 5.5 CPU s against 4.6 s (UDPipe 1: 8.6 s).
 # 'pipeline train --order 2' or '--order 1' picks a smaller model.
-PIPELINE_PARSER = ParserSettings(grandparents=True, cascade=True)
+PIPELINE_PARSER = ParserSettings(parts="grandparents")
 # The parser's --pos setting for the tag columns the pipeline's taggers fill.
 _PARSER_TAGS = {frozenset({"upos"}): "upos", frozenset({"pos"}): "xpos", frozenset({"upos", "pos"}): "both"}
 # A lemmatizer's name of each corpus column the taggers fill.
@@ -71,7 +71,7 @@ _INDEX = {"upos": CPOS, "pos": POS, "feats": FEATS, "lemma": LEMMA}
 def parser_of_order(order: int) -> ParserSettings:
     """The default parser settings of a first-, second- or third-order model (``pipeline train --order``); the
     third-order one pruned by a first-order cascade (:data:`PIPELINE_PARSER`)."""
-    return PIPELINE_PARSER if order == 3 else ParserSettings(siblings=order == 2)
+    return PIPELINE_PARSER if order == 3 else ParserSettings(parts=PARTS[order - 1])
 
 
 def filled_in(sentences: Sequence[Sentence]) -> set[str]:

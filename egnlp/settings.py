@@ -96,6 +96,7 @@ RATE_TRAINERS = ("egr", "egr/paper", "eg-mm-batch/fixed", "eg-mm", "eg-mm/gap", 
 # may ask for, auto included).
 ROOTS = ("single", "multi")
 TREES = ("projective", "non-projective", "auto")
+PARTS = ("arcs", "siblings", "grandparents")
 TAG_COLUMNS = ("both", "upos", "xpos")
 FEATURE_MODES = ("alphabet", "hash")
 TAGGER_MODELS = ("crf", "maxent")
@@ -191,7 +192,7 @@ class ParserSettings:
                                 metavar="START:FACTOR:COUNT")
     max_passes: int | None = option(None, "--passes", "Pass limit.",
                                     shown=f"{FIRST_ORDER_PASSES} for {PARSER_TRAINER} ({HIGHER_ORDER_PASSES} with "
-                                          f"--siblings or --grandparents), {EGConfig.max_passes} for EG, "
+                                          f"--parts siblings or grandparents), {EGConfig.max_passes} for EG, "
                                           "else the trainer's")
     tol: float | None = option(None, "--tol", "Stop when the relative duality gap is below this.",
                                shown=f"{EGConfig.tol:g} for EG, else the trainer's")
@@ -215,25 +216,28 @@ class ParserSettings:
     root: str | None = option(None, "--root", "Tree space: one root child or any number.",
                               shown="the data set's, or single if every training tree has one", choices=ROOTS)
     tree: str = option("projective", "--tree", "Tree space: projective (Eisner), non-projective (Chu-Liu-Edmonds, "
-                       "matrix-tree theorem; with --siblings or --grandparents: the projective chart's tree with its "
+                       "matrix-tree theorem; with sibling or grandparent parts: the projective chart's tree with its "
                        "heads rearranged, McDonald and Pereira 2006, also as the max-margin trainers' argmax; EG's "
                        "marginals stay projective), or auto: the space whose parses score the higher UAS on the "
                        "training file's last tenth, decoded by a model of the first nine tenths trained in each space "
                        "(ties: projective; about 1.8x more training).",
                        choices=TREES)
-    siblings: bool = option(False, "--siblings/--no-siblings", "Second-order model: sibling parts beside the arcs "
-                            "(McDonald and Pereira 2006); about 2x the training time and 1.25x the memory.")
-    grandparents: bool = option(False, "--grandparents/--no-grandparents", "Third-order model: grandparent parts "
-                                "beside the sibling parts and the arcs (Koo and Collins 2010; implies --siblings).")
-    cascade: bool = option(False, "--cascade/--no-cascade", "With --siblings or --grandparents: coarse-to-fine "
-                           "pruning (Koo and Collins 2010, Sec. 5; Rush and Petrov 2012): a first-order model, "
-                           "trained first, keeps each word's likeliest heads; the higher-order model trains and "
-                           "parses over those arcs only.")
+    parts: str = option("arcs", "--parts", "The parts the model scores: arcs (first order, McDonald et al. 2005), "
+                        "siblings (second order: arcs and sibling parts, McDonald and Pereira 2006) or grandparents "
+                        "(third order: arcs, siblings and grandparent parts, Koo and Collins 2010; the most accurate, "
+                        "about 4x the training time and 3x the parsing time of arcs, with the cascade).",
+                        choices=PARTS)
+    cascade: bool | None = option(None, "--cascade/--no-cascade", "Coarse-to-fine pruning of a second- or "
+                                  "third-order model (Koo and Collins 2010, Sec. 5; Rush and Petrov 2012): a "
+                                  "first-order model, trained first, keeps each word's likeliest heads; the "
+                                  "higher-order model trains and parses over those arcs only.",
+                                  shown="on with --parts siblings or grandparents")
     # 20: the recall sought is reached on the tuning splits (es 99.52% keeping 21.7% of the arcs, pt_bosque
     # 99.75% keeping 18.9%); 6 capped it below (es 95.50%, pt_bosque 98.10%) and lost es 0.45 UAS.
     cascade_top_k: int = option(20, "--cascade-top-k", "With --cascade: heads kept per word at most.")
     cascade_passes: int | None = option(None, "--cascade-passes", "With --cascade: the first-order pruner's pass "
-                                        "limit (it only ranks each word's heads).", shown="as --passes",
+                                        "limit (it only ranks each word's heads; --passes is the model's).",
+                                        shown=f"{FIRST_ORDER_PASSES} for {PARSER_TRAINER}, else the trainer's",
                                         metavar="<int>")
     cascade_recall: float = option(0.995, "--cascade-recall", "With --cascade: the pruning threshold is the "
                                    "largest that keeps this share of the gold arcs of the tuning split (the "
@@ -273,7 +277,7 @@ class ParserSettings:
     def __post_init__(self) -> None:
         object.__setattr__(self, "trainer_options", dict(self.trainer_options))
         _check_types(self)
-        for name in ("trainer", "order", "root", "tree", "tags", "feature_mode"):
+        for name in ("trainer", "order", "root", "tree", "parts", "tags", "feature_mode"):
             _check_choice(self, name)
         for name, least in (("max_passes", 0), ("patience", 0), ("cache_mb", 0), ("jobs", 1), ("workers", 1),
                             ("hash_bits", 1), ("cascade_top_k", 1), ("cascade_passes", 1)):
@@ -294,12 +298,11 @@ class ParserSettings:
         if self.train_on_dev and (self.patience or self.C_path is not None):
             raise SettingsError(f"{'--patience' if self.patience else '--C-path'} scores a held-out dev set: it "
                                 "does not go with --train-on-dev")
-        order = "--grandparents" if self.grandparents else "--siblings"
         if not 0.0 < self.cascade_recall <= 1.0:
             raise SettingsError(f"--cascade-recall {self.cascade_recall:g}: need 0 < RECALL <= 1")
         if self.cascade and (self.order_of_model == 1 or self.dask):
             raise SettingsError("--cascade prunes a second- or third-order model trained on one machine: "
-                                "give --siblings or --grandparents, without --dask")
+                                "give --parts siblings or grandparents, without --dask")
         if not self.dask:
             if self.workers is not None:
                 raise SettingsError("--workers goes with --dask")
@@ -307,7 +310,7 @@ class ParserSettings:
         if self.trainer is not None and self.trainer not in DASK_TRAINERS:
             raise SettingsError(f"--dask trains with online EG: trainer {' or '.join(DASK_TRAINERS)}, "
                                 f"not {self.trainer}")
-        for given, what in ((self.siblings or self.grandparents, f"{order} trains on one machine"),
+        for given, what in ((self.order_of_model > 1, f"--parts {self.parts} trains on one machine"),
                             (self.jobs is not None, "--jobs goes with training on one machine; with --dask, "
                                                     "--workers shards the data"),
                             (self.cache_mb is not None, "--cache-mb goes with training on one machine"),
@@ -328,7 +331,23 @@ class ParserSettings:
     @property
     def order_of_model(self) -> int:
         """1 (arcs), 2 (sibling parts) or 3 (grandparent parts)."""
-        return 3 if self.grandparents else 2 if self.siblings else 1
+        return PARTS.index(self.parts) + 1
+
+    @property
+    def siblings(self) -> bool:
+        """Whether the model scores sibling parts (second and third order)."""
+        return self.order_of_model > 1
+
+    @property
+    def grandparents(self) -> bool:
+        """Whether the model scores grandparent parts (third order)."""
+        return self.order_of_model == 3
+
+    @property
+    def cascaded(self) -> bool:
+        """Whether a first-order model prunes the arcs of the higher-order one: ``cascade``, by default for
+        every second- and third-order model."""
+        return self.cascade if self.cascade is not None else self.order_of_model > 1
 
     @property
     def trainer_name(self) -> str:
@@ -367,7 +386,7 @@ class ParserSettings:
         None: not known yet)."""
         if self.final_on_root and (root not in (None, "single") or self.order_of_model > 1):
             raise SettingsError("final punctuation on the root's child (--final-punct) needs a first-order, "
-                                "single-root parser (--root single, without --siblings or --grandparents)")
+                                "single-root parser (--root single --parts arcs)")
 
     def joins_dev(self, dev_is_a_file: bool) -> bool:
         """Whether the dev sentences are trained on: ``train_on_dev``, or by default a data set's dev split
@@ -393,8 +412,9 @@ class ParserSettings:
         return PATIENCE if default else None
 
     def as_dict(self) -> dict[str, Any]:
-        """The settings as given (JSON-ready), recorded in a model's metadata."""
-        return {**dataclasses.asdict(self), "trainer_options": dict(self.trainer_options)}
+        """The settings as given (JSON-ready), recorded in a model's metadata; the cascade as resolved."""
+        return {**dataclasses.asdict(self), "cascade": self.cascaded,
+                "trainer_options": dict(self.trainer_options)}
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,7 @@ def check_final_on_root(root: str, order: int) -> None:
     punctuation on the root's child: first order, single root."""
     if root != "single" or order != 1:
         raise ValueError("final punctuation on the root's child needs a first-order, single-root parser "
-                         "(--root single, without --siblings or --grandparents)")
+                         "(--root single --parts arcs)")
 
 
 def final_on_root_share(heads_list: Sequence[Sequence[int]], final_punct: Sequence[bool]) -> float:

@@ -223,7 +223,7 @@ def test_cascade_trains_saves_loads_and_decodes_over_its_masks(order, es_train, 
 
     train = [s for s in es_train if len(s) <= 25][:60]
     dev = load_dataset("es", "dev")[:12]
-    parser, _ = train_parser(train, root="single", max_passes=2, cascade=True, cascade_top_k=4, **{order: True})
+    parser, _ = train_parser(train, root="single", max_passes=2, cascade_top_k=4, parts=order)
     info = parser.info["cascade"]
     assert parser.pruner is not None and parser.pruner.top_k == 4
     assert info["threshold"] == parser.pruner.threshold and info["tuning_sentences"] == 6
@@ -285,7 +285,7 @@ def test_a_sentence_whose_kept_arcs_hold_no_tree_is_decoded_over_every_arc(order
 
     train = [s for s in es_train if len(s) <= 25][:60]
     dev = [s for s in load_dataset("es", "dev") if len(s) > 1][:6]
-    parser, _ = train_parser(train, root="single", max_passes=2, cascade=True, cascade_top_k=4, **{order: True})
+    parser, _ = train_parser(train, root="single", max_passes=2, cascade_top_k=4, parts=order)
     pruner = parser.pruner
     parser.pruner = None
     free = parser.predict_heads(dev)
@@ -449,7 +449,7 @@ def test_kept_arcs_counts_the_masks_the_parser_decodes_over(tmp_path):
     ud = Path(os.environ["EGNLP_UD_DIR"])
     train = [s for s in read_conll(ud / "nl_alpino-ud-test.conllu") if len(s) <= 20][:80]
     dev = [s for s in read_conll(ud / "nl_alpino-ud-dev.conllu") if len(s) <= 30][:30]
-    parser, _ = train_parser(train, root="single", max_passes=2, cascade=True, cascade_top_k=2, siblings=True)
+    parser, _ = train_parser(train, root="single", max_passes=2, cascade_top_k=2, parts="siblings")
     path = tmp_path / "cascade.npz"
     parser.save(path)
     loaded = Parser.load(path)

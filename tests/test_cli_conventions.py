@@ -172,10 +172,11 @@ def test_help_shows_the_settings_defaults() -> None:
     shown = flat(run("parser", "train", "--help").stdout)
     assert flat(f"[default: ({PARSER_C['mm']:g} for max-margin trainers, {PARSER_C['ll']:g}") in shown
     assert flat(f"Pass limit. [default: ({FIRST_ORDER_PASSES} for {PARSER_TRAINER} ({HIGHER_ORDER_PASSES} with "
-                f"--siblings or --grandparents), {EGConfig.max_passes} for EG") in shown
+                f"--parts siblings or grandparents), {EGConfig.max_passes} for EG") in shown
     # a first-order model takes its own pass limit, a higher-order one the trainer's, the caller's over both
+    assert ParserSettings(parts="arcs").trainer_configs()[0].max_passes == FIRST_ORDER_PASSES
+    assert ParserSettings(parts="siblings").trainer_configs()[0].max_passes == HIGHER_ORDER_PASSES
     assert ParserSettings().trainer_configs()[0].max_passes == FIRST_ORDER_PASSES
-    assert ParserSettings(siblings=True).trainer_configs()[0].max_passes == HIGHER_ORDER_PASSES
     assert ParserSettings(max_passes=3).trainer_configs()[0].max_passes == 3
     assert ParserSettings(trainer="eg-mm").trainer_configs()[0].C == PARSER_C["mm"]
     assert ParserSettings(trainer="eg-ll").trainer_configs()[0].max_passes == EGConfig.max_passes

@@ -143,7 +143,8 @@ def test_arc_marginals_of_sibling_and_grandparent_parts(root: str) -> None:
 def third_order(es_train) -> Parser:
     """A third-order parser (its first-order, sibling and grandparent alphabets) on short es sentences."""
     short = [s for s in es_train if len(s) <= 12][:15]
-    return train_parser(short, root="single", grandparents=True, max_passes=1, labels=False, patience=None)[0]
+    return train_parser(short, root="single", parts="grandparents", cascade=False, max_passes=1, labels=False,
+                        patience=None)[0]
 
 
 # (order, tree, root, final punctuation on the root's child, prune) of the parsers under test

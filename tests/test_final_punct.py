@@ -104,13 +104,13 @@ def test_the_convention_in_real_treebanks():
     with pytest.raises(ValueError, match="first-order, single-root"):  # the settings' rule
         ParserSettings(final_on_root=True, root="multi")
     with pytest.raises(ValueError, match="first-order, single-root"):
-        ParserSettings(final_on_root=True, siblings=True)
+        ParserSettings(final_on_root=True, parts="siblings")
 
 
 @pytest.fixture(scope="module")
 def es_parsers():
     train, dev = load_dataset("es", "train")[:150], load_dataset("es", "dev")[:30]
-    kw = dict(max_passes=2, labels=False, patience=None)
+    kw = dict(max_passes=2, labels=False, patience=None, parts="arcs")
     return (train_parser(train, dev, root="single", **kw)[0],
             train_parser(train, dev, root="single", final_on_root=False, **kw)[0])
 
@@ -147,8 +147,8 @@ def test_cli_records_and_shows_the_choice(tmp_path):
     train, model = tmp_path / "train.conll", tmp_path / "m.npz"
     write_conll(train, load_dataset("es", "train")[:120])
     for flag, expected in (("--final-punct", True), ("--no-final-punct", False)):
-        result = run("parser", "train", "--train", train, flag, "--passes", "2", "--no-labels", "-o", model,
-                     "--json")
+        result = run("parser", "train", "--train", train, flag, "--passes", "2", "--no-labels", "--parts", "arcs",
+                     "-o", model, "--json")
         assert_ok(result)
         assert json.loads(result.stdout)["final_on_root"] is expected
         info = run("model", "info", model)
@@ -158,5 +158,5 @@ def test_cli_records_and_shows_the_choice(tmp_path):
     write_conll(test, load_dataset("es", "test")[:20])
     assert_ok(run("parser", "parse", model, test, "-o", tmp_path / "out.conll", "-q"))
     assert len(read_conll(tmp_path / "out.conll")) == 20
-    message = usage_line(run("parser", "train", "--train", train, "--final-punct", "--siblings", "-o", model))
+    message = usage_line(run("parser", "train", "--train", train, "--final-punct", "--parts", "siblings", "-o", model))
     assert "first-order, single-root" in message

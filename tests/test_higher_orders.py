@@ -34,10 +34,10 @@ class Order:
 
 
 ORDERS = [
-    Order(2, "siblings", "--siblings", None, 50, 20, "sibling_keys", "sibling_templates",
+    Order(2, "siblings", "--parts=siblings", None, 50, 20, "sibling_keys", "sibling_templates",
           "sibling templates 'older'.*retrain the model",
           "arcs and siblings (second order)"),
-    Order(3, "grandparents", "--grandparents", 12, 40, 15, "grand_keys", "grand_templates",
+    Order(3, "grandparents", "--parts=grandparents", 12, 40, 15, "grand_keys", "grand_templates",
           "grandparent templates 'older'.*retrain the model",
           "arcs, siblings and grandparents (third order)"),
 ]
@@ -67,9 +67,10 @@ def test_max_margin_trainers_agree_and_close_the_gap(spec, es_train):
 @BOTH
 def test_parser_saves_loads_and_parses_the_same(spec, es_train, tmp_path):
     dev = load_dataset("es", "dev")[:spec.n_dev]
-    parser, _ = train_parser(es_train[:spec.n_train], dev, root="single", max_passes=2, **{spec.setting: True})
-    assert parser.order == spec.order and parser.labeler is not None
-    assert parser.info["settings"][spec.setting] is True
+    parser, _ = train_parser(es_train[:spec.n_train], dev, root="single", max_passes=2, parts=spec.setting,
+                             cascade=False)
+    assert parser.order == spec.order and parser.labeler is not None and parser.pruner is None
+    assert parser.info["settings"]["parts"] == spec.setting and parser.info["settings"]["cascade"] is False
     higher = [parser.siblings] + ([parser.grand] if spec.order == 3 else [])
     assert parser.weights.size == parser.featurizer.n_features + sum(f.n_features for f in higher)
     check_saved_parser(parser, dev, tmp_path, spec.keys, spec.templates, spec.old_templates)
@@ -83,7 +84,9 @@ def test_parser_saves_loads_and_parses_the_same(spec, es_train, tmp_path):
 @BOTH
 def test_cli_trains_and_parses(spec, tmp_path, es_train):
     info, text = check_cli_model(tmp_path, es_train[:spec.n_train], spec.flag, 2)
-    assert info["order"] == spec.order and info["training"]["settings"][spec.setting] is True
+    # the command line's model of these parts: pruned by a first-order cascade by default
+    assert info["order"] == spec.order and info["training"]["settings"]["parts"] == spec.setting
+    assert info["training"]["settings"]["cascade"] is True and "cascade" in info["training"]
     features = info["features"]
     assert 0 < features["sibling_count"] < features["count"]
     if spec.order == 2:

@@ -40,7 +40,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def parser_file(files: dict[str, Path]) -> Path:
     out = files["folder"] / "parser.npz"
     assert_ok(run("parser", "train", "--train", files["parse-train"], "--dev", files["parse-dev"], "--out", out,
-                  "--trainer", "eg-mm", "--passes", 2, "--C", 50, "--no-anneal", "--root", "single"))
+                  "--trainer", "eg-mm", "--passes", 2, "--C", 50, "--no-anneal", "--root", "single", "--parts", "arcs"))
     return out
 
 

@@ -39,7 +39,7 @@ CASCADE = {"threshold": 0.003, "top_k": 6, "target": 0.995, "tuning_sentences": 
 
 def row(run: str, cascade: dict | None = None) -> dict:
     name, tree, *extra = run.split(":")
-    out = {"run": run, "data": name, "tree": tree, "siblings": bool(extra), "grandparents": "grandparents" in extra}
+    out = {"run": run, "data": name, "tree": tree, "flags": bench.PARTS[tuple(extra)][0], "arcs": not extra}
     return out if cascade is None else {**out, "cascade": cascade}
 
 
@@ -52,11 +52,13 @@ def test_the_cascade_table_has_a_row_per_cascade_run_in_percent() -> None:
     assert header == ["data", "egnlp run", "recall sought", "threshold", "top-k", "tuning: gold arcs kept",
                       "tuning: arcs kept", "evaluation file: gold arcs kept", "evaluation file: arcs kept"]
     assert lines[1] == "|---|---|" + "---:|" * 7
-    assert lines[2] == ("| nl-alpino | `--tree projective --grandparents --cascade` | 99.5 | 0.003 | 6 | 98.22 | 22.4 "
+    assert lines[2] == ("| nl-alpino | `--tree projective --parts grandparents` | 99.5 | 0.003 | 6 | 98.22 | 22.4 "
                         "| 97.89 | 25.3 |")
-    assert lines[3] == ("| eu | `--tree non-projective --siblings --cascade` | n/a | 0.0001 | 3 | 98.22 | 22.4 | 97.89 "
+    assert lines[3] == ("| eu | `--tree non-projective --parts siblings` | n/a | 0.0001 | 3 | 98.22 | 22.4 | 97.89 "
                         "| 25.3 |")
     assert bench.cascade_table([row("es:default")]) == ""
+    assert bench.run_label(row("es:default")) == "defaults"
+    assert bench.run_label(row("es:projective:grandparents")) == "--tree projective --parts grandparents --no-cascade"
 
 
 def finished(stderr: str) -> SimpleNamespace:

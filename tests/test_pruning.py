@@ -76,7 +76,7 @@ def test_hash_features_are_never_pruned():
 @pytest.fixture(scope="module")
 def es_parser() -> Parser:
     parser, _ = train_parser(load_dataset("es", "train")[:300], root="single", tree="non-projective",
-                             max_passes=3)
+                             max_passes=3, parts="arcs")
     return parser
 
 

@@ -204,8 +204,7 @@ def test_non_projective_higher_order_parser_rearranges_the_chart_tree(order, es_
         got = problem.argmax(i, theta)
         assert np.array_equal(got[:n_sibling_parts(size)][tree_parts(want)], np.ones(size - 1))
         assert np.array_equal(problem.marginals(i, theta)[1], chart.marginals(i, theta)[1])
-    parser, _ = train_parser(train, tree="non-projective", root="single", max_passes=2, cascade=True, labels=False,
-                             **{order: True})
+    parser, _ = train_parser(train, tree="non-projective", root="single", max_passes=2, labels=False, parts=order)
     assert parser.tree == "non-projective"
     heads = parser.predict_heads(dev)
     f = parser.featurizer

@@ -48,8 +48,8 @@ PARSER_CHOICES = [
      ["--trainer", "eg-mm", "--C", "12.5", "--passes", "3", "--tol", "0.01", "--no-anneal", "--order", "cyclic",
       "--seed", "7", "--max-seconds", "100", "--tree", "auto", "--pos", "upos", "--no-labels", "--features", "hash",
       "--hash-bits", "20", "--no-final-punct", "--jobs", "2"]),
-    ({"siblings": True, "cache_mb": 10.0, "root": "multi", "average": False, "patience": 0},
-     ["--siblings", "--cache-mb", "10", "--root", "multi", "--no-average", "--patience", "0"]),
+    ({"parts": "siblings", "cascade": False, "cache_mb": 10.0, "root": "multi", "average": False, "patience": 0},
+     ["--parts", "siblings", "--no-cascade", "--cache-mb", "10", "--root", "multi", "--no-average", "--patience", "0"]),
 ]
 
 
@@ -62,7 +62,7 @@ def test_cli_api_and_dask_build_the_same_parser_settings(tmp_path, monkeypatch, 
     from_cli = seen(lambda: _raise_from(run("parser", "train", "--train", train, "-o", tmp_path / "m.npz", *flags)))
     from_api = seen(lambda: parser_training.train_parser(sentences, **options))
     assert from_cli == from_api == ParserSettings(**options)
-    dask_options = {k: v for k, v in options.items() if k not in ("jobs", "cache_mb", "siblings", "average")}
+    dask_options = {k: v for k, v in options.items() if k not in ("jobs", "cache_mb", "parts", "cascade", "average")}
     dask_options.setdefault("trainer", "eg-mm")
     from_dask = seen(lambda: train_parser_dask(object(), sentences, **dask_options))
     assert from_dask == dataclasses.replace(ParserSettings(**dask_options), dask=True)
@@ -87,7 +87,7 @@ def test_the_cli_and_api_build_the_same_tagger_settings(tmp_path, monkeypatch) -
     ({"max_passes": -3}, ["--passes", "-3"], "--passes must be at least 0, not -3"),
     ({"C": -1.0}, ["--C", "-1"], "C must be positive, not -1"),
     ({"trainer": "bcfw", "anneal": True}, ["--trainer", "bcfw", "--anneal"], "trainer 'bcfw' has no setting --anneal"),
-    ({"cascade": True}, ["--cascade"], "--cascade prunes a second- or third-order model trained on one machine"),
+    ({"cascade": True, "parts": "arcs"}, ["--cascade", "--parts", "arcs"], "--cascade prunes a second- or third-order model trained on one machine"),
 ])
 def test_a_rule_is_one_check_for_the_cli_and_the_api(tmp_path, options, flags, message) -> None:
     train = tmp_path / "train.conll"

@@ -124,16 +124,16 @@ def test_a_shared_cache_budget_keeps_sentences_and_changes_nothing(es_train):
         assert pool.apply(CacheBudget(100).take, (1,)) is False
     assert CacheBudget(100).take(1) is True
     dev = load_dataset("es", "dev")[:10]
-    for siblings in (False, True):
-        a, _ = train_parser(es_train[:30], dev, root="single", siblings=siblings, max_passes=2, labels=False)
-        b, _ = train_parser(es_train[:30], dev, root="single", siblings=siblings, max_passes=2, labels=False,
+    for parts in ("arcs", "siblings"):
+        a, _ = train_parser(es_train[:30], dev, root="single", parts=parts, max_passes=2, labels=False)
+        b, _ = train_parser(es_train[:30], dev, root="single", parts=parts, max_passes=2, labels=False,
                             cache_mb=64)
         np.testing.assert_array_equal(a.weights, b.weights)
     # without a dev set the training sentences take the dev's bytes by default: the same bits again
     assert cache_budget("bcfw", None, has_dev=False).room == DEV_CACHE_BYTES
     assert cache_budget("bcfw", None).room == 0 and cache_budget("egr", None).room == FEATURE_CACHE_BYTES
-    a, _ = train_parser(es_train[:30], root="single", max_passes=2)
-    b, _ = train_parser(es_train[:30], root="single", max_passes=2, cache_mb=0)
+    a, _ = train_parser(es_train[:30], root="single", max_passes=2, parts="arcs")
+    b, _ = train_parser(es_train[:30], root="single", max_passes=2, cache_mb=0, parts="arcs")
     np.testing.assert_array_equal(a.weights, b.weights)
     assert [s.lines() for s in a.parse(dev)] == [s.lines() for s in b.parse(dev)]  # the labelers too
     with pytest.raises(ValueError, match="at least 0"):

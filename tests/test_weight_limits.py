@@ -26,7 +26,8 @@ from egnlp.tagger.tagger_model import FORMAT_VERSION as TAGGER_VERSION, MODEL_KI
 from egnlp.tagger_training import label_columns, train_tagger
 
 TAGGERS = ("crf", "maxent")
-PARSERS = {"first": {}, "second": {"siblings": True}, "third": {"siblings": True, "grandparents": True}}
+PARSERS = {"first": {"parts": "arcs"}, "second": {"parts": "siblings", "cascade": False},
+           "third": {"parts": "grandparents", "cascade": False}}
 # (model, array): every weight array of every model kind
 WEIGHTS = [*((kind, "weights") for kind in TAGGERS),
            *((order, array) for order in PARSERS for array in ("weights", "labeler_weights"))]

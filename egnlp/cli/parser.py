@@ -40,8 +40,8 @@ def parser_train(out: ModelOut, data: DataOption = None, train: TrainOption = No
                  fmt: TreeFormatOption = TreeFormat.auto, encoding: EncodingOption = "utf-8",
                  skip_invalid: SkipInvalidOption = False, dask: DaskOption = None, quiet: QuietOption = False,
                  as_json: JsonOption = False, *, options: dict[str, Any]) -> None:
-    """Train a dependency parser (first-order, second-order with --siblings, third-order with --grandparents) and
-    its arc labeler, and save it."""
+    """Train a dependency parser (first order by default; --parts siblings or grandparents: second or third order,
+    pruned by a first-order model) and its arc labeler, and save it."""
     from egnlp.inputs import training_sets
     from egnlp.parser_training import train_parser
 
@@ -56,6 +56,7 @@ def parser_train(out: ModelOut, data: DataOption = None, train: TrainOption = No
     if invalid:
         note(f"skipped {counted(len(invalid), 'sentence')} whose heads do not form a tree (first: {invalid[0]})",
              quiet)
+    note(_model_line(settings), quiet)
     note(f"training on {counted(len(sets.train), 'sentence')}" + (" (with the dev sentences)" if joined and (
         dev is not None or sets.dataset is not None) else "") + (f", dev {len(sets.dev)}" if sets.dev else ""), quiet)
     start = time.perf_counter()
@@ -184,6 +185,14 @@ def _scores_text(scores: dict) -> str:
     lines += [f"  length {row['bucket']:>6}: {row['sentences']:5d} sentences, UAS {pct(row['uas'])}"
               for row in scores.get("by_length", [])]
     return "\n".join(lines)
+
+
+def _model_line(settings: ParserSettings) -> str:
+    """What ``parser train`` trains: the model's order and parts, and its cascade."""
+    order = ("first order: arcs", "second order: arcs and siblings",
+             "third order: arcs, siblings and grandparents")[settings.order_of_model - 1]
+    return (f"model: {order}" + (", pruned by a first-order model trained first (--no-cascade: every arc)"
+                                 if settings.cascaded else ""))
 
 
 def _progress(settings: ParserSettings, quiet: bool):
