@@ -43,8 +43,8 @@ UD_FILES = {"pt-bosque": "pt_bosque-ud", "nl-alpino": "nl_alpino-ud"}
 # groups of label templates (numbers of features/arc_labels.py's _arc_keys) and how to name them
 GROUPS = {
     "grandparent": "gC.hC.mC",
-    "siblings": "sC.mC per sibling, nearest/farthest, the head's child count",
-    "children": "cC.mC, cL.mC, cL.cC.hC per child of m, m's child count",
+    "siblings": "sC.mC and sL.mC per sibling, nearest/farthest, the head's child count",
+    "children": "cC.mC, cL.mC, cL.cC.hC per child of m, m's child count, the FEATS of its outermost children",
     "neighbours": "(m-1)C.mC.hC, mC.(m+1)C.hC",
 }
 VARIANTS = (("every template", ()), ("no grandparent", ("grandparent",)), ("no siblings", ("siblings",)),
@@ -65,20 +65,22 @@ def event_groups(heads: list[int], feat_counts: np.ndarray) -> list[np.ndarray]:
     out = []
     for m in range(1, n + 1):
         h = heads[m - 1]
-        layout = ([-1] * FIXED_BEFORE_CONTEXT + [g, nb, nb] + [c] * (3 * kids[m]) + [c]
-                  + [s] * (kids[h] - 1) + [s, s] + [-1] * (3 * feat_counts[m] + feat_counts[h]))
+        layout = ([-1] * FIXED_BEFORE_CONTEXT + [g, nb, nb] + [c] * (3 * kids[m]) + [c, c, c]
+                  + [s] * (2 * (kids[h] - 1)) + [s, s] + [-1] * (3 * feat_counts[m] + feat_counts[h]))
         out.append(np.array(layout, dtype=np.int64))
     return out
 
 
 def without(groups: tuple[str, ...], original):
     """``arc_label_keys`` with the keys of ``groups`` deleted from every event (all kept for none)."""
-    from egnlp.features.arc_labels import feature_atoms
+    from egnlp.features.arc_labels import LABEL_TEMPLATES_VERSION, feature_atoms
 
     drop = np.array([name in groups for name in GROUPS])
 
-    def keys_of(sentences, encoded, heads_list, feats_memo=None):
-        ev_ptr, keys = original(sentences, encoded, heads_list, feats_memo)
+    def keys_of(sentences, encoded, heads_list, feats_memo=None, templates=LABEL_TEMPLATES_VERSION):
+        if templates != LABEL_TEMPLATES_VERSION:
+            sys.exit(f"label templates version {templates}: the layout here is that of {LABEL_TEMPLATES_VERSION}")
+        ev_ptr, keys = original(sentences, encoded, heads_list, feats_memo, templates)
         if not groups:
             return ev_ptr, keys
         feat_ptr, _ = feature_atoms(sentences)

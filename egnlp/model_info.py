@@ -115,6 +115,7 @@ def _parser_part(parser: Parser) -> dict[str, Any]:
                      "grand_templates": GRAND_TEMPLATES_VERSION if grand is not None else None},
         "labels": list(labeler.labels) if labeler is not None else None,
         "labeler_features": int(labeler.weights.size) if labeler is not None else None,
+        "labeler_templates": labeler.templates if labeler is not None else None,
     }
 
 
@@ -362,7 +363,8 @@ def _rows(info: dict[str, Any]) -> list[tuple[str, str]]:
                      f"{features['sibling_templates']}" if features.get("sibling_count") is not None else "")
                   + (f"; {_number(features['grand_count'])} grandparent features, templates "
                      f"{features['grand_templates']}" if features.get("grand_count") is not None else "") + ")"),
-                 ("labels", _names(info["labels"]) if info["labels"] is not None else "none (unlabeled parser)")]
+                 ("labels", f"{_names(info['labels'])}; label templates version {info['labeler_templates']}"
+                  if info["labels"] is not None else "none (unlabeled parser)")]
     else:
         rows += [("model", f"{info['model']}, predicts the {info['column']} column"
                   + (" from words and POS tags" if info["reads_pos"] else " from words")),

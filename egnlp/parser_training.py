@@ -23,6 +23,7 @@ from egnlp.base.errors import InputError
 from egnlp.base.workers import map_blocks, resolve_jobs
 from egnlp.corpora import Sentence, guess_root
 from egnlp.features.arc_featurizer import ArcFeaturizer
+from egnlp.features.arc_labels import LABEL_TEMPLATES_VERSION
 from egnlp.features.arc_parts import ArcPartFeatures, CacheBudget
 from egnlp.features.grandparents import GrandFeaturizer, GrandPartFeatures
 from egnlp.features.hashing import KeyTable
@@ -563,16 +564,17 @@ def has_labels(sentences: Sequence[Sentence]) -> bool:
 
 def train_labeler(featurizer: ArcFeaturizer, train: Sequence[Sentence], *, sigma2: float = LABELER_SIGMA2,
                   cutoff: int = LABELER_CUTOFF, max_passes: int = LABELER_PASSES, tol: float = 1e-4,
-                  dev: Sequence[Sentence] | None = None, callbacks: Sequence[Callback] = ()
-                  ) -> tuple[ArcLabeler, TrainResult]:
+                  dev: Sequence[Sentence] | None = None, callbacks: Sequence[Callback] = (),
+                  templates: int = LABEL_TEMPLATES_VERSION) -> tuple[ArcLabeler, TrainResult]:
     """Train the second-stage arc labeler on the gold trees of ``train`` (McDonald, Lerman and
     Pereira 2006): one event per word, the label of its gold arc, features of
     :mod:`egnlp.features.arc_labels`; maxent coordinate descent (``cd``) with prior variance
     ``sigma2``; predicate keys seen fewer than ``cutoff`` times are dropped.  ``dev`` (gold
-    trees) is scored by label accuracy (%) after every pass."""
+    trees) is scored by label accuracy (%) after every pass.  ``templates``: the version of the label
+    templates (:data:`~egnlp.features.arc_labels.LABEL_TEMPLATES_VERSION`, the default, or an older one)."""
     encoded = featurizer.encode(train)
     heads = [s.heads for s in train]
-    ev_ptr, keys = arc_label_keys(train, encoded, heads)
+    ev_ptr, keys = arc_label_keys(train, encoded, heads, templates=templates)
     unique, counts = np.unique(keys, return_counts=True)
     alphabet = KeyTable(unique[counts >= cutoff])
     del unique, counts
@@ -586,7 +588,7 @@ def train_labeler(featurizer: ArcFeaturizer, train: Sequence[Sentence], *, sigma
     problem = MaxentProblem.from_events(ev_ptr, ids, gold, len(names), len(alphabet))
     del ev_ptr, ids  # the problem has its own copy, without repeated predicates: gone before the trainer's arrays
     labeler = ArcLabeler(names, root_ok, other_ok, alphabet.keys, problem.feat_ptr, problem.feat_label,
-                         np.zeros(problem.n_features))
+                         np.zeros(problem.n_features), templates=templates)
     dev_score = None
     if dev:
         dev_events = labeler.events(dev, featurizer.encode(dev), [s.heads for s in dev])

@@ -25,6 +25,17 @@ distance slot (:func:`~egnlp.features.arc_templates.dirdist_slot`):
 - each morphological feature f of m (FEATS split at ``|``: ``Case=Nom``,
   Basque ``ERG``): f, f.mC, f.hC; each feature g of h: g.mC.
 
+Templates version 2 (:data:`LABEL_TEMPLATES_VERSION`) adds three, read from
+the same tree:
+
+- the whole FEATS of m's leftmost and of its rightmost child, each with mC
+  (a pad when m has none);
+- each other child s of h: sL.mC (in Basque the auxiliary under the verb
+  tells an ergative subject from an absolutive object).
+
+A labeler keeps the version it was trained with (model files written before
+version 2 have none and read as version 1) and reads only its templates.
+
 Every template instance is a non-zero uint64 key, as for the arc features.
 """
 
@@ -40,9 +51,12 @@ from egnlp.features.arc_templates import CPOS, FEATS, LEMMA, PAD_LEFT, PAD_RIGHT
 from egnlp.features.hashing import StringHasher, combine
 
 _T0 = 1000  # label template numbers start here (a key space apart from the arc templates')
-N_FIXED_KEYS = 29  # keys of an arc besides those per child of m and per sibling
+LABEL_TEMPLATES_VERSION = 2  # 1: the templates up to number 36; 2: numbers 37-39 too
+N_FIXED_KEYS = 29  # keys of an arc besides those per child of m and per sibling (version 1)
+N_FIXED_KEYS_V2 = 2  # the fixed keys that version 2 adds
 KEYS_PER_CHILD = 3
 KEYS_PER_SIBLING = 1
+KEYS_PER_SIBLING_V2 = 1  # the keys per sibling that version 2 adds
 KEYS_PER_MOD_FEATURE = 3
 KEYS_PER_HEAD_FEATURE = 1
 
@@ -95,8 +109,9 @@ def _count_bin(k):
 
 
 @njit(cache=True, no_cpython_wrapper=True)
-def _arc_keys(atoms, base, n, heads, child_ptr, child_ids, m, feat_ptr, feats, out):
-    """Write the label keys of the arc heads[m] -> m of one sentence into ``out``; return their number.
+def _arc_keys(atoms, base, n, heads, child_ptr, child_ids, m, feat_ptr, feats, version, out):
+    """Write the label keys of templates ``version`` of the arc heads[m] -> m of one sentence into ``out``;
+    return their number.
 
     ``heads`` (n + 1,) int64 sentence-local heads (heads[0] = -1); the
     children of token x are ``child_ids[child_ptr[x]:child_ptr[x + 1]]`` in
@@ -145,6 +160,10 @@ def _arc_keys(atoms, base, n, heads, child_ptr, child_ids, m, feat_ptr, feats, o
         c += KEYS_PER_CHILD
     out[c] = _lkey(29, _count_bin(hi - lo), mc, 0, 0)
     c += 1
+    if version >= 2:  # the FEATS of m's outermost children: its case or postposition markers
+        out[c] = _lkey(37, atoms[base + child_ids[lo], FEATS] if hi > lo else PAD_LEFT, mc, 0, 0)
+        out[c + 1] = _lkey(38, atoms[base + child_ids[hi - 1], FEATS] if hi > lo else PAD_RIGHT, mc, 0, 0)
+        c += N_FIXED_KEYS_V2
     # siblings: the other children of h, and where m stands among those on its side
     nearest = True
     farthest = True
@@ -154,6 +173,9 @@ def _arc_keys(atoms, base, n, heads, child_ptr, child_ids, m, feat_ptr, feats, o
             continue
         out[c] = _lkey(30, atoms[base + s, CPOS], mc, 0, 0)
         c += KEYS_PER_SIBLING
+        if version >= 2:
+            out[c] = _lkey(39, atoms[base + s, LEMMA], mc, 0, 0)
+            c += KEYS_PER_SIBLING_V2
         if (s < h) == (m < h):
             if abs(s - h) < abs(m - h):
                 nearest = False
@@ -174,8 +196,8 @@ def _arc_keys(atoms, base, n, heads, child_ptr, child_ids, m, feat_ptr, feats, o
 
 
 @njit(cache=True)
-def label_keys(tok_ptr, atoms, head_rows, feat_ptr, feats):
-    """The label keys of every word's arc in a corpus of trees.
+def label_keys(tok_ptr, atoms, head_rows, feat_ptr, feats, version):
+    """The label keys of templates ``version`` (1 or 2) of every word's arc in a corpus of trees.
 
     Args:
         tok_ptr, atoms: an encoded corpus (:class:`~egnlp.features.arc_templates.EncodedCorpus`).
@@ -189,6 +211,10 @@ def label_keys(tok_ptr, atoms, head_rows, feat_ptr, feats):
     """
     n_sent = tok_ptr.shape[0] - 1
     n_words = atoms.shape[0] - n_sent
+    fixed, per_sibling = N_FIXED_KEYS, KEYS_PER_SIBLING
+    if version >= 2:
+        fixed += N_FIXED_KEYS_V2
+        per_sibling += KEYS_PER_SIBLING_V2
     # an upper bound of the keys: the fixed ones, per child of m, per sibling of m
     total = 0
     for s in range(n_sent):
@@ -199,7 +225,7 @@ def label_keys(tok_ptr, atoms, head_rows, feat_ptr, feats):
             kids[head_rows[base + m]] += 1
         for m in range(1, n + 1):
             h = head_rows[base + m]
-            total += (N_FIXED_KEYS + KEYS_PER_CHILD * kids[m] + KEYS_PER_SIBLING * kids[h]
+            total += (fixed + KEYS_PER_CHILD * kids[m] + per_sibling * kids[h]
                       + KEYS_PER_MOD_FEATURE * (feat_ptr[base + m + 1] - feat_ptr[base + m])
                       + KEYS_PER_HEAD_FEATURE * (feat_ptr[base + h + 1] - feat_ptr[base + h]))
     ev_ptr = np.zeros(n_words + 1, dtype=np.int64)
@@ -221,7 +247,7 @@ def label_keys(tok_ptr, atoms, head_rows, feat_ptr, feats):
             child_ids[fill[heads[m]]] = m
             fill[heads[m]] += 1
         for m in range(1, n + 1):
-            c += _arc_keys(atoms, base, n, heads, child_ptr, child_ids, m, feat_ptr, feats, keys[c:])
+            c += _arc_keys(atoms, base, n, heads, child_ptr, child_ids, m, feat_ptr, feats, version, keys[c:])
             word += 1
             ev_ptr[word] = c
     return ev_ptr, keys[:c]

@@ -24,7 +24,7 @@ from numba import njit
 
 from egnlp.base.files import check_arrays, check_labels, check_weights
 from egnlp.corpora import Sentence
-from egnlp.features.arc_labels import feature_atoms, label_keys
+from egnlp.features.arc_labels import LABEL_TEMPLATES_VERSION, feature_atoms, label_keys
 from egnlp.features.arc_templates import EncodedCorpus
 from egnlp.features.hashing import KeyTable, table_lookup
 from egnlp.features.label_pairs import DENSE_LABELS, dense_rows, label_scores
@@ -47,11 +47,13 @@ def _lookup(table_keys, table_vals, ev_ptr, keys):
 
 
 def arc_label_keys(sentences: Sequence[Sentence], encoded: EncodedCorpus, heads_list: Sequence[Sequence[int]],
-                   feats_memo: dict[str, tuple[int, ...]] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The label template keys of every word's arc (:func:`~egnlp.features.arc_labels.label_keys`);
-    ``feats_memo``: see :func:`~egnlp.features.arc_labels.feature_atoms`."""
+                   feats_memo: dict[str, tuple[int, ...]] | None = None,
+                   templates: int = LABEL_TEMPLATES_VERSION) -> tuple[np.ndarray, np.ndarray]:
+    """The keys of label templates version ``templates`` of every word's arc
+    (:func:`~egnlp.features.arc_labels.label_keys`); ``feats_memo``: see
+    :func:`~egnlp.features.arc_labels.feature_atoms`."""
     return label_keys(encoded.tok_ptr, encoded.atoms, encoded.heads_rows(heads_list),
-                      *feature_atoms(sentences, memo=feats_memo))
+                      *feature_atoms(sentences, memo=feats_memo), templates)
 
 
 def predicate_ids(table: KeyTable, ev_ptr: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -86,10 +88,17 @@ class ArcLabeler:
         feat_ptr: (P+1,) int64, the features of predicate p are
             ``feat_ptr[p]:feat_ptr[p+1]``; ``feat_label`` (n,) their labels;
             ``weights`` (n,) float64.
+        templates: the version of the label templates the keys are of (1 up to
+            :data:`~egnlp.features.arc_labels.LABEL_TEMPLATES_VERSION`, the default).
     """
 
     def __init__(self, labels: Sequence[str], root_ok: np.ndarray, other_ok: np.ndarray, keys: np.ndarray,
-                 feat_ptr: np.ndarray, feat_label: np.ndarray, weights: np.ndarray):
+                 feat_ptr: np.ndarray, feat_label: np.ndarray, weights: np.ndarray, *,
+                 templates: int = LABEL_TEMPLATES_VERSION):
+        if type(templates) is not int or not 1 <= templates <= LABEL_TEMPLATES_VERSION:
+            raise ValueError(f"label templates {str(templates)[:20]!r}: this egnlp has versions 1 to "
+                             f"{LABEL_TEMPLATES_VERSION}")
+        self.templates = templates
         self.labels = [str(label) for label in labels]
         L = len(self.labels)
         if L < 1 or len(set(self.labels)) != L:
@@ -128,7 +137,8 @@ class ArcLabeler:
                heads_list: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
         """Predicate ids of every word's arc in the trees ``heads_list`` of ``sentences`` (encoded as
         ``encoded``): CSR ``(ev_ptr, ids)``."""
-        return predicate_ids(self.table, *arc_label_keys(sentences, encoded, heads_list, self._feats_memo))
+        return predicate_ids(self.table, *arc_label_keys(sentences, encoded, heads_list, self._feats_memo,
+                                                         self.templates))
 
     def scores(self, events: tuple[np.ndarray, np.ndarray], weights: np.ndarray | None = None) -> np.ndarray:
         """Label scores (words, labels) of encoded events under ``weights`` (default: the model's)."""
@@ -155,16 +165,18 @@ class ArcLabeler:
         return [names[end - len(heads):end] for heads, end in zip(heads_list, ends)]
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """The arrays of a model file (the labels are stored by the caller's metadata)."""
+        """The arrays of a model file (the labels and :attr:`templates` are stored by the caller's metadata)."""
         return {"labeler_keys": self.keys, "labeler_feat_ptr": self.feat_ptr, "labeler_feat_label": self.feat_label,
                 "labeler_weights": self.weights, "labeler_root_ok": self.root_ok, "labeler_other_ok": self.other_ok}
 
     @classmethod
-    def from_arrays(cls, labels: Sequence[str], arrays: dict[str, np.ndarray]) -> "ArcLabeler":
-        """The labeler of a model file: ``labels`` from its metadata, ``arrays`` those of :meth:`arrays`.
+    def from_arrays(cls, labels: Sequence[str], arrays: dict[str, np.ndarray], *, templates: int) -> "ArcLabeler":
+        """The labeler of a model file: ``labels`` and the ``templates`` version from its metadata, ``arrays``
+        those of :meth:`arrays`.
 
         Raises:
-            ValueError: labels that are not distinct non-empty strings without whitespace, a missing,
+            ValueError: labels that are not distinct non-empty strings without whitespace, a templates version
+                this egnlp does not have, a missing,
                 unexpected or mistyped array, weights that could overflow a score
                 (:func:`~egnlp.base.files.check_weights`), or arrays that do not agree.
         """
@@ -172,4 +184,5 @@ class ArcLabeler:
         check_arrays(arrays, LABELER_ARRAYS)
         check_weights(arrays["labeler_weights"], "labeler weights")
         return cls(labels, arrays["labeler_root_ok"], arrays["labeler_other_ok"], arrays["labeler_keys"],
-                   arrays["labeler_feat_ptr"], arrays["labeler_feat_label"], arrays["labeler_weights"])
+                   arrays["labeler_feat_ptr"], arrays["labeler_feat_label"], arrays["labeler_weights"],
+                   templates=templates)

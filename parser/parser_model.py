@@ -6,7 +6,8 @@ A model file is one ``.npz`` (numpy's zip of arrays, read with
 - ``weights`` (n_features,) float64;
 - ``keys`` (uint64) and ``codes`` (int64): the feature alphabet;
 - ``labeler_*``: the arc labeler's arrays, when the parser has one (its
-  labels are in the metadata);
+  labels and ``label_templates``, the version of its templates, are in the
+  metadata; files written before version 2 have none and are version 1);
 - ``sibling_keys`` (uint64): the sibling templates' alphabet of a
   second-order parser (``order`` 2 in the metadata; the weights of those
   features follow the first-order ones);
@@ -503,6 +504,8 @@ class Parser(NLTKBase):
             "labels": self.labeler.labels if self.labeler is not None else None,
             "info": self.info,
         }
+        if self.labeler is not None:
+            meta["label_templates"] = self.labeler.templates
         arrays = {"weights": self.weights, "keys": self.featurizer.keys, "codes": self.featurizer.codes}
         if self.siblings is not None:  # first-order files stay as they were
             from egnlp.features.siblings import SIBLING_TEMPLATES_VERSION
@@ -586,7 +589,9 @@ class Parser(NLTKBase):
             labeler_arrays = {k: v for k, v in arrays.items() if k.startswith("labeler_")}
             if labels is None and labeler_arrays:
                 raise ValueError(f"unexpected array {next(iter(labeler_arrays))!r}")
-            labeler = ArcLabeler.from_arrays(labels, labeler_arrays) if labels is not None else None
+            # files written before label templates version 2 have no version: theirs is 1
+            labeler = (ArcLabeler.from_arrays(labels, labeler_arrays, templates=meta.get("label_templates", 1))
+                       if labels is not None else None)
             siblings = SiblingFeaturizer(arrays["sibling_keys"]) if order >= 2 else None
             grand = GrandFeaturizer(arrays["grand_keys"]) if order == 3 else None
             weights = arrays["weights"]  # read from the file for this parser alone: sealed, not copied (7.6 MB on pt)

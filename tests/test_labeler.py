@@ -4,6 +4,7 @@ root constraint, and survives a model file."""
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,15 +15,20 @@ from egnlp.parser_training import train_labeler, train_parser
 from egnlp.corpora import load_dataset, parse_conll
 from egnlp.features.arc_featurizer import ArcFeaturizer
 from egnlp.features.arc_labels import (KEYS_PER_CHILD, KEYS_PER_HEAD_FEATURE, KEYS_PER_MOD_FEATURE,
-                                       KEYS_PER_SIBLING, N_FIXED_KEYS)
-from egnlp.parser.labeler import arc_label_keys
+                                       KEYS_PER_SIBLING, KEYS_PER_SIBLING_V2, LABEL_TEMPLATES_VERSION,
+                                       N_FIXED_KEYS, N_FIXED_KEYS_V2)
+from egnlp.features.arc_templates import CPOS, FEATS, LEMMA, PAD_LEFT, PAD_RIGHT
+from egnlp.features.hashing import combine
+from egnlp.parser.labeler import arc_label_keys, predicate_ids
 from egnlp.parser.parser_model import Parser
+
+DATA = Path(__file__).parent / "data"
 
 
 def _sentence(rows):
     """CoNLL-U text of (form, lemma, upos, head, deprel) rows."""
-    lines = [f"{i}\t{form}\t{lemma}\t{upos}\t_\t{'Case=Nom|Number=Sing' if upos == 'PROPN' else '_'}\t{head}\t{rel}\t_\t_"
-             for i, (form, lemma, upos, head, rel) in enumerate(rows, start=1)]
+    lines = [f"{i}\t{form}\t{lemma}\t{upos}\t_\t{'Case=Nom|Number=Sing' if upos == 'PROPN' else '_'}"
+             f"\t{head}\t{rel}\t_\t_" for i, (form, lemma, upos, head, rel) in enumerate(rows, start=1)]
     return "\n".join(lines) + "\n\n"
 
 
@@ -41,8 +47,14 @@ def test_keys_per_arc_follow_the_tree():
     expected = [N_FIXED_KEYS + KEYS_PER_CHILD * children[m] + KEYS_PER_SIBLING * (children[h] - 1)
                 + KEYS_PER_MOD_FEATURE * n_feats[m] + KEYS_PER_HEAD_FEATURE * n_feats[h]
                 for m, h in enumerate(heads[0], start=1)]
-    assert np.diff(ev_ptr).tolist() == expected
+    assert LABEL_TEMPLATES_VERSION == 2
+    ptr1, keys1 = arc_label_keys(sentences, encoded, heads, templates=1)
+    assert np.diff(ptr1).tolist() == expected
+    assert np.diff(ev_ptr).tolist() == [k + N_FIXED_KEYS_V2 + KEYS_PER_SIBLING_V2 * (children[h] - 1)
+                                        for k, h in zip(expected, heads[0])]
     assert np.all(keys != 0)
+    for m in range(len(heads[0])):  # version 2 reads every template of version 1
+        assert set(keys1[ptr1[m]:ptr1[m + 1]]) < set(keys[ev_ptr[m]:ev_ptr[m + 1]])
     # a child of the modifier is read: another case marker under "Ana" changes the keys of its arc
     other = parse_conll(_sentence([*SENTENCE[:3], ("sin", "sin", "ADP", 5, "case"), SENTENCE[4]]))
     enc2 = featurizer.encode(other)
@@ -50,6 +62,69 @@ def test_keys_per_arc_follow_the_tree():
     arc = slice(ev_ptr[4], ev_ptr[5])  # "Ana"'s arc
     assert set(keys[arc]) != set(keys2[ptr2[4]:ptr2[5]])
     assert set(keys[ev_ptr[0]:ev_ptr[1]]) == set(keys2[ptr2[0]:ptr2[1]])  # "Vi" sees neither
+
+
+def _lkey(template, *atoms):
+    """A label template's key as ``features/arc_labels.py`` makes it (template numbers from 1000)."""
+    key = np.uint64(1000 + template)
+    for atom in (*atoms, 0, 0, 0, 0)[:4]:
+        key = np.uint64(combine(key, np.int64(atom)))
+    return int(key) or 1
+
+
+def test_version_2_templates_read_the_outer_children_and_the_siblings_lemmas():
+    """On "Vi la casa de Ana" (casa -> la, Ana; Ana -> de): the FEATS of m's leftmost and rightmost
+    child (pads without children) and the lemma of every other child of h, each with m's coarse tag."""
+    sentences = parse_conll(_sentence(SENTENCE))
+    encoded = ArcFeaturizer.for_corpus(sentences).encode(sentences)
+    ev_ptr, keys = arc_label_keys(sentences, encoded, [sentences[0].heads])
+    atoms = encoded.atoms  # row 0 is the root, row m the word m
+
+    def new_keys(m):
+        """The keys of m's arc that version 2 adds."""
+        return {int(k) for k in keys[ev_ptr[m - 1]:ev_ptr[m]]} & {
+            _lkey(t, a, atoms[m, CPOS]) for t in (37, 38, 39) for a in [PAD_LEFT, PAD_RIGHT, *atoms[:, FEATS],
+                                                                      *atoms[:, LEMMA]]}
+
+    def outer(m, left, right):
+        return {_lkey(37, left, atoms[m, CPOS]), _lkey(38, right, atoms[m, CPOS])}
+
+    no_children = (PAD_LEFT, PAD_RIGHT)
+    assert new_keys(1) == outer(1, atoms[3, FEATS], atoms[3, FEATS])  # "Vi": one child, casa; no sibling
+    assert new_keys(2) == outer(2, *no_children) | {_lkey(39, atoms[5, LEMMA], atoms[2, CPOS])}  # la: sibling Ana
+    assert new_keys(3) == outer(3, atoms[2, FEATS], atoms[5, FEATS])  # casa: la ... Ana (Case=Nom|...)
+    assert new_keys(4) == outer(4, *no_children)  # "de": alone under Ana
+    assert new_keys(5) == outer(5, atoms[4, FEATS], atoms[4, FEATS]) | {_lkey(39, atoms[2, LEMMA], atoms[5, CPOS])}
+    assert atoms[2, FEATS] != atoms[5, FEATS] and atoms[2, LEMMA] != atoms[5, LEMMA]
+
+
+def test_a_labeler_saved_before_templates_version_2_loads_and_labels_as_before(tmp_path):
+    """A labeled first-order parser trained on sample.conllu as egnlp at templates version 1 trained and saved
+    it (no ``label_templates`` in its metadata) reads version 1 templates and labels other trees as that
+    egnlp did: the labels and scores below are those of its own file, loaded by that egnlp."""
+    from egnlp.base.files import read_npz, write_npz_atomic
+    from egnlp.corpora import read_conll
+    from egnlp.parser.parser_model import FORMAT_VERSION, MODEL_KIND
+
+    sentences = read_conll(DATA / "sample.conllu")
+    parser, _ = train_parser(sentences, max_passes=1, jobs=1)
+    parser.labeler, _ = train_labeler(parser.featurizer, sentences, templates=1)  # as labeler_for trains it
+    parser.save(tmp_path / "new.npz")
+    arrays, meta = read_npz(tmp_path / "new.npz", MODEL_KIND, FORMAT_VERSION)
+    assert meta.pop("label_templates") == 1
+    write_npz_atomic(tmp_path / "old.npz", arrays, meta)
+    loaded = Parser.load(tmp_path / "old.npz")
+    assert loaded.labeler.templates == 1
+    encoded = loaded.featurizer.encode(sentences)
+    chains = [list(range(len(s.heads))) for s in sentences]  # word i + 1 under word i, the first under the root
+    assert loaded.labeler.label(sentences, encoded, chains) == [
+        ["root", "expl:pv", "case", "det", "obl", "punct"],
+        ["root", "punct", "obj", "case", "det", "obl", "cc", "conj", "orphan", "punct"],
+        ["root", "expl", "punct"]]
+    events = loaded.labeler.events(sentences, encoded, chains)
+    assert loaded.labeler.scores(events).sum() == pytest.approx(97.7780828887, abs=1e-9)
+    version_1 = predicate_ids(loaded.labeler.table, *arc_label_keys(sentences, encoded, chains, templates=1))
+    assert all(np.array_equal(a, b) for a, b in zip(events, version_1))
 
 
 def test_feature_atoms_with_a_memo_are_those_without(monkeypatch):
@@ -142,6 +217,17 @@ def test_a_labeled_parser_round_trips_through_its_model_file(es_small, tmp_path)
     parser.save(path)
     loaded = Parser.load(path)
     assert loaded.labeler.labels == parser.labeler.labels
+    assert parser.labeler.templates == loaded.labeler.templates == LABEL_TEMPLATES_VERSION
+    assert np.array_equal(loaded.labeler.keys, parser.labeler.keys)
+    from egnlp.base.files import ModelError, read_npz, write_npz_atomic
+    from egnlp.parser.parser_model import FORMAT_VERSION, MODEL_KIND
+
+    arrays, meta = read_npz(path, MODEL_KIND, FORMAT_VERSION)
+    assert meta["label_templates"] == LABEL_TEMPLATES_VERSION
+    for bad in (LABEL_TEMPLATES_VERSION + 1, 0, "2", None):  # a version this egnlp does not have
+        write_npz_atomic(tmp_path / "bad.npz", arrays, {**meta, "label_templates": bad})
+        with pytest.raises(ModelError, match="inconsistent model file \\(label templates"):
+            Parser.load(tmp_path / "bad.npz")
     assert [s.lines() for s in loaded.parse(dev)] == [s.lines() for s in parser.parse(dev)]
     unlabeled, unlabeled_result = train_parser(train[:150], max_passes=2, labels=False)
     assert unlabeled_result.state  # kept for a warm start when no labeler is trained

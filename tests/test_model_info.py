@@ -89,7 +89,7 @@ def test_parser_info_json_matches_the_model(parser_file: Path, files: dict[str, 
     assert info["features"]["count"] == parser.weights.size > 1000
     assert info["features"]["mode"] == "alphabet"
     assert info["labels"] == parser.labeler.labels and "SUJ" in info["labels"]
-    assert info["labeler_features"] == parser.labeler.weights.size
+    assert info["labeler_features"] == parser.labeler.weights.size and info["labeler_templates"] == 2
     training = info["training"]
     assert training["trainer"] == "eg-mm"
     assert training["config"]["C"] == 50 and training["config"]["max_passes"] == 2
