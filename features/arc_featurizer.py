@@ -130,6 +130,27 @@ def token_store(size: int = TOKEN_MEMO_SIZE) -> TokenStore:
                       np.empty((size, N_SLOTS)), np.empty((size, N_SLOTS)), np.empty((size, 2), dtype=np.int64))
 
 
+class SecondWeights(NamedTuple):
+    """A second weight vector whose arc scores :func:`_arc_scores` sums in the same walk as its first's
+    (:meth:`ArcFeaturizer.block_arc_score_pairs`): the keys, their lookups, the arcs ruled out and the
+    stores' keys serve both, and what depends on the weights is kept here.  ``None`` in its place (one
+    weight vector) is another type to Numba, which then compiles the kernels without any of the second
+    sums (its branches on ``second is not None`` pruned before typing)."""
+
+    weights: ArcWeights
+    head: np.ndarray  # (TOKEN_MEMO_SIZE, N_SLOTS) float64: the TokenStore's head sums under these weights
+    mod: np.ndarray  # (TOKEN_MEMO_SIZE, N_SLOTS) float64: its modifier sums
+    sums: np.ndarray  # the sums of the first weights' BetweenStore under these weights (same shape, NaN: none)
+    out: np.ndarray  # the scores, at the offsets of the first weights' scores
+
+
+def _second_weights(weights: ArcWeights, tokens: TokenStore, store: BetweenStore, size: int) -> SecondWeights:
+    """A :class:`SecondWeights` of ``weights`` beside the first weights' ``tokens`` and ``store`` (empty sums
+    of its own) with ``size`` scores."""
+    return SecondWeights(weights, np.empty_like(tokens.head), np.empty_like(tokens.mod),
+                         np.full(store.sums.shape[0], np.nan), np.empty(size))
+
+
 def read_only(w: np.ndarray) -> np.ndarray:
     """``w`` as a read-only array (a view when it is writable).  The scoring kernels take their weights
     this way whether they come from a model file (read-only) or from training: Numba compiles a kernel
@@ -403,14 +424,20 @@ def _add_slot_weights(keys, c, lookup, weights, rows, acc):
     (:meth:`ArcFeaturizer.score_lookup`); ``weights``: an :class:`ArcWeights`;
     ``rows`` (at least c,) int64 receives the keys' packed ids (alphabet mode only).
     """
-    hash_bits = lookup.hash_bits
-    w = weights.w
+    if lookup.hash_bits == 0:
+        _lookup_rows(lookup, keys, 0, c, rows)
+    _slot_sums(keys, c, lookup.hash_bits, weights.w, rows, acc)
+
+
+@njit(cache=True, no_cpython_wrapper=True)
+def _slot_sums(keys, c, hash_bits, w, rows, acc):
+    """acc[s] += the weights ``w`` of keys[:c] in slot s, the keys' packed ids in ``rows`` (alphabet mode):
+    the sums of :func:`_add_slot_weights` once it has looked the keys up."""
     if hash_bits > 0:
         for j in range(c):
             for slot in range(N_SLOTS):
                 acc[slot] += w[hashed_id(keys[j], slot, hash_bits)]
         return
-    _lookup_rows(lookup, keys, 0, c, rows)
     for j in range(c):
         packed = rows[j]
         if packed >= 0:
@@ -540,10 +567,12 @@ def _bisect(values, k, v):
 
 
 @njit(cache=True, no_cpython_wrapper=True)
-def _between_counted(atoms, base, n, lookup, w, out, ids, n_tags, merged, memo_key, memo_row, sums):
+def _between_counted(atoms, base, n, lookup, w, out, ids, n_tags, merged, memo_key, memo_row, sums, second, out2,
+                     sums2):
     """out[h, m] += the weights of the in-between trigrams of h -> m, for a sentence with at most
     ``_COUNTED_TAGS`` tags in a column, from the tables of a :class:`BetweenStore` (``ids`` (n + 1, 2):
-    its rows of the store's tag numbers).
+    its rows of the store's tag numbers); with a :class:`SecondWeights` ``second`` (or None), out2[h, m] +=
+    those of its weights too, their sums in ``sums2``.
 
     The words between h and m are counted by tag, going out from h one word at a time, and an arc adds
     each tag's count times its trigram's weights (alone and in the arc's slot), summed once per store;
@@ -578,6 +607,8 @@ def _between_counted(atoms, base, n, lookup, w, out, ids, n_tags, merged, memo_k
                     count[j, t] += 1
                 slot = dirdist_slot(h, m)
                 acc = out[h, m]
+                if second is not None:
+                    acc2 = out2[h, m]
                 for j in range(n_cols if acc != -np.inf else 0):  # none for a pruned arc (-inf)
                     at = (((j * n_tags + ids[h, j]) * n_tags + ids[m, j]) * N_SLOTS + slot) * n_tags
                     for k in range(n_seen[j]):
@@ -585,6 +616,8 @@ def _between_counted(atoms, base, n, lookup, w, out, ids, n_tags, merged, memo_k
                         v = sums[at + t]
                         if v != v:  # not summed yet: the trigrams' weights, of one column or (merged) of both
                             v = 0.0
+                            if second is not None:
+                                v2 = 0.0
                             for c in range(j, 2 if merged else j + 1):
                                 i = ((c * n_tags + ids[h, j]) * n_tags + ids[m, j]) * n_tags + t
                                 if memo_key[i] == 0:  # keys are never 0
@@ -599,23 +632,36 @@ def _between_counted(atoms, base, n, lookup, w, out, ids, n_tags, merged, memo_k
                                 # 1.02 to 1.08 times as long over the arc scores of es test x4 (paired runs)
                                 if hash_bits > 0:
                                     key = memo_key[i]
-                                    v += w[hashed_id(key, 0, hash_bits)] + w[hashed_id(key, slot, hash_bits)]
+                                    i0, i1 = hashed_id(key, 0, hash_bits), hashed_id(key, slot, hash_bits)
+                                    v += w[i0] + w[i1]
+                                    if second is not None:
+                                        v2 += second.weights.w[i0] + second.weights.w[i1]
                                 elif memo_row[i] >= 0:
                                     i0, i1 = slot_id(memo_row[i], 0), slot_id(memo_row[i], slot)
                                     v += (w[i0] if i0 >= 0 else 0.0) + (w[i1] if i1 >= 0 else 0.0)
+                                    if second is not None:
+                                        w2 = second.weights.w
+                                        v2 += (w2[i0] if i0 >= 0 else 0.0) + (w2[i1] if i1 >= 0 else 0.0)
                             sums[at + t] = v
+                            if second is not None:
+                                sums2[at + t] = v2
                         acc += count[j, t] * v
+                        if second is not None:
+                            acc2 += count[j, t] * sums2[at + t]
                 out[h, m] = acc
+                if second is not None:
+                    out2[h, m] = acc2
                 b = m
                 m += step
 
 
 @njit(cache=True, no_cpython_wrapper=True)
-def _add_between(atoms, base, n, lookup, w, out, store):
+def _add_between(atoms, base, n, lookup, w, out, store, second, out2):
     """out[h, m] += the weights of the in-between trigrams of h -> m: counted by tag
     (:func:`_between_counted`, with ``store``'s tables unless its ``n_tags`` is 0) in a sentence with at
     most ``_COUNTED_TAGS`` distinct tags in a column; in another, fine POS then coarse, each in the
-    order of the words between.
+    order of the words between.  With a :class:`SecondWeights` ``second`` (or None), out2[h, m] += those
+    of its weights too.
 
     A pass of its own after the other templates: in the same loop as the pair templates, these sums
     took about twice as long (pt_bosque dev: the direct scorer in 0.88 to 0.94 of the time, the same bits).
@@ -630,16 +676,18 @@ def _add_between(atoms, base, n, lookup, w, out, store):
     if n_tags <= _COUNTED_TAGS:
         if store.n_tags > 0:
             _between_counted(atoms, base, n, lookup, w, out, store.ids[base : base + n + 1], store.n_tags,
-                             store.merged, store.memo_key, store.memo_row, store.sums)
+                             store.merged, store.memo_key, store.memo_row, store.sums, second, out2,
+                             store.sums if second is None else second.sums)
         else:
             ids = np.empty((n + 1, 2), dtype=np.int64)
             for r in range(n + 1):  # a loop: a slice assignment compiles in Numba's shape-error messages (unicode)
                 ids[r, 0] = local_ids[0][r]
                 ids[r, 1] = local_ids[1][r]
             cube = n_tags * n_tags * n_tags
+            sums = np.full((1 if store.merged else 2) * cube * N_SLOTS, np.nan)
             _between_counted(atoms, base, n, lookup, w, out, ids, n_tags, store.merged,
-                             np.zeros(2 * cube, dtype=np.uint64), np.empty(2 * cube, dtype=np.int64),
-                             np.full((1 if store.merged else 2) * cube * N_SLOTS, np.nan))
+                             np.zeros(2 * cube, dtype=np.uint64), np.empty(2 * cube, dtype=np.int64), sums,
+                             second, out2, sums if second is None else np.full(sums.shape[0], np.nan))
         return
     dense = n_tags <= _DENSE_TAGS
     size = 2 * n_tags * n_tags * n_tags if dense else 1 << _MEMO_BITS
@@ -654,6 +702,8 @@ def _add_between(atoms, base, n, lookup, w, out, store):
             acc = out[h, m]
             if acc == -np.inf:
                 continue
+            if second is not None:
+                acc2 = out2[h, m]
             for j in range(2):
                 local = local_ids[j]
                 tags_hm = (j * n_tags + local[h]) * n_tags + local[m]
@@ -668,11 +718,19 @@ def _add_between(atoms, base, n, lookup, w, out, store):
                         memo_row[i] = -1 if hash_bits > 0 else table_lookup(lookup.table_keys, lookup.table_vals, key)
                     if hash_bits > 0:
                         key = memo_key[i]
-                        acc += w[hashed_id(key, 0, hash_bits)] + w[hashed_id(key, slot, hash_bits)]
+                        i0, i1 = hashed_id(key, 0, hash_bits), hashed_id(key, slot, hash_bits)
+                        acc += w[i0] + w[i1]
+                        if second is not None:
+                            acc2 += second.weights.w[i0] + second.weights.w[i1]
                     elif memo_row[i] >= 0:
                         i0, i1 = slot_id(memo_row[i], 0), slot_id(memo_row[i], slot)
                         acc += (w[i0] if i0 >= 0 else 0.0) + (w[i1] if i1 >= 0 else 0.0)
+                        if second is not None:
+                            w2 = second.weights.w
+                            acc2 += (w2[i0] if i0 >= 0 else 0.0) + (w2[i1] if i1 >= 0 else 0.0)
             out[h, m] = acc
+            if second is not None:
+                out2[h, m] = acc2
 
 
 # The pair template of the coarse hp.mp key (pair set 1, SUFFIX and CPOS: template 7 j + 6, see N_PAIR).
@@ -711,7 +769,7 @@ def _allowed_arcs(prefixes, mod_atoms, atoms, base, n, lookup, allowed):
 
 
 @njit(cache=True, no_cpython_wrapper=True)
-def _arc_scores(sentence, flags, lookup, weights, store, tokens, prune, out, mask):
+def _arc_scores(sentence, flags, lookup, weights, store, tokens, prune, out, mask, second, out2):
     """out[h, m] = w . phi(h -> m): the sums of the CSR features, computed with less work.
 
     ``sentence``: a :class:`SentenceAtoms`; ``lookup``: a :class:`KeyLookup`;
@@ -727,6 +785,9 @@ def _arc_scores(sentence, flags, lookup, weights, store, tokens, prune, out, mas
     :func:`_allowed_arcs` rules out get -inf and cost no lookups; so do the arcs
     [head, modifier] where ``mask`` ((n+1)^2 uint8 row-major, or empty: none) is 0 (a
     cascade's arcs not kept).
+
+    ``second``: a :class:`SecondWeights`, whose scores go to ``out2`` (n+1, n+1) in the same walk (each
+    the bits its weights give alone), or None (``out2`` is then not written).
     """
     atoms, base, n = sentence.atoms, sentence.base, sentence.n
     hash_bits = lookup.hash_bits
@@ -736,6 +797,10 @@ def _arc_scores(sentence, flags, lookup, weights, store, tokens, prune, out, mas
     head = np.zeros((n + 1, N_SLOTS))
     mod = np.zeros((n + 1, N_SLOTS))
     bias = np.zeros(N_SLOTS)
+    if second is not None:  # the same sums under the second weights
+        head2 = np.zeros((n + 1, N_SLOTS))
+        mod2 = np.zeros((n + 1, N_SLOTS))
+        bias2 = np.zeros(N_SLOTS)
     known = np.full(2 * (n + 1), -1, dtype=np.int64)  # the bits of _pair_keys: head ones, then modifier ones
     memo_mask = np.uint64(tokens.filled.shape[0] - 1)
     for x in range(n + 1):
@@ -752,13 +817,23 @@ def _arc_scores(sentence, flags, lookup, weights, store, tokens, prune, out, mas
             for slot in range(N_SLOTS):
                 head[x, slot] = tokens.head[entry, slot]
                 mod[x, slot] = tokens.mod[entry, slot]
+            if second is not None:
+                for slot in range(N_SLOTS):
+                    head2[x, slot] = second.head[entry, slot]
+                    mod2[x, slot] = second.mod[entry, slot]
             known[x] = tokens.known[entry, 0]
             known[n + 1 + x] = tokens.known[entry, 1]
             continue
-        _add_slot_weights(keys, token_keys(atoms, base, x, flags, 0, keys, 0), lookup, weights, rows, head[x])
+        k = token_keys(atoms, base, x, flags, 0, keys, 0)
+        _add_slot_weights(keys, k, lookup, weights, rows, head[x])
+        if second is not None:
+            _slot_sums(keys, k, hash_bits, second.weights.w, rows, head2[x])
         if hash_bits == 0:
             known[x] = known_bits(rows, n_pair_sets(flags), 0)
-        _add_slot_weights(keys, token_keys(atoms, base, x, flags, 1, keys, 0), lookup, weights, rows, mod[x])
+        k = token_keys(atoms, base, x, flags, 1, keys, 0)
+        _add_slot_weights(keys, k, lookup, weights, rows, mod[x])
+        if second is not None:
+            _slot_sums(keys, k, hash_bits, second.weights.w, rows, mod2[x])
         if hash_bits == 0:
             known[n + 1 + x] = known_bits(rows, n_pair_sets(flags), 2)
         tokens.filled[entry] = True
@@ -767,9 +842,16 @@ def _arc_scores(sentence, flags, lookup, weights, store, tokens, prune, out, mas
         for slot in range(N_SLOTS):
             tokens.head[entry, slot] = head[x, slot]
             tokens.mod[entry, slot] = mod[x, slot]
+        if second is not None:
+            for slot in range(N_SLOTS):
+                second.head[entry, slot] = head2[x, slot]
+                second.mod[entry, slot] = mod2[x, slot]
         tokens.known[entry, 0] = known[x]
         tokens.known[entry, 1] = known[n + 1 + x]
-    _add_slot_weights(keys, bias_key(keys, 0), lookup, weights, rows, bias)
+    k = bias_key(keys, 0)
+    _add_slot_weights(keys, k, lookup, weights, rows, bias)
+    if second is not None:
+        _slot_sums(keys, k, hash_bits, second.weights.w, rows, bias2)
     ends = np.empty(n + 2, dtype=np.int64)
     prefixes = np.empty((n + 1, N_PAIR), dtype=np.uint64)  # the pair keys' head parts, and modifier atoms
     head_prefixes(atoms, base, n, flags, prefixes)
@@ -800,25 +882,41 @@ def _arc_scores(sentence, flags, lookup, weights, store, tokens, prune, out, mas
         for m in range(n + 1):
             if m == 0 or h == m:
                 out[h, m] = 0.0
+                if second is not None:
+                    out2[h, m] = 0.0
                 continue
             if not allowed[h, m]:
                 out[h, m] = -np.inf
+                if second is not None:
+                    out2[h, m] = -np.inf
                 continue
             slot = dirdist_slot(h, m)
             acc = head[h, 0] + head[h, slot] + mod[m, 0] + mod[m, slot] + bias[0] + bias[slot]
+            if second is not None:
+                acc2 = head2[h, 0] + head2[h, slot] + mod2[m, 0] + mod2[m, slot] + bias2[0] + bias2[slot]
             # This weight sum and _add_between's stay written out: one shared helper for them made
             # parsing the es test set 2.3x slower (0.99 s -> 2.28 s).
             for j in range(ends[m], ends[m + 1]):
                 if hash_bits > 0:
-                    acc += w[hashed_id(keys[j], 0, hash_bits)] + w[hashed_id(keys[j], slot, hash_bits)]
+                    i0, i1 = hashed_id(keys[j], 0, hash_bits), hashed_id(keys[j], slot, hash_bits)
+                    acc += w[i0] + w[i1]
+                    if second is not None:
+                        acc2 += second.weights.w[i0] + second.weights.w[i1]
                 elif rows[j] >= 0:  # w[slot 0] + w[slot], or one of them, read as one number
                     packed = rows[j]
                     if (packed >> slot) & 1:
-                        acc += pair[(packed >> 16) + popcount(packed & ((1 << slot) - 1))]
+                        i = (packed >> 16) + popcount(packed & ((1 << slot) - 1))
+                        acc += pair[i]
+                        if second is not None:
+                            acc2 += second.weights.pair[i]
                     elif packed & 1:
                         acc += pair[packed >> 16]
+                        if second is not None:
+                            acc2 += second.weights.pair[packed >> 16]
             out[h, m] = acc
-    _add_between(atoms, base, n, lookup, w, out, store)
+            if second is not None:
+                out2[h, m] = acc2
+    _add_between(atoms, base, n, lookup, w, out, store, second, out2)
 
 
 # The arc scores that one call of _block_arc_scores makes at most (unless one sentence needs more): 4 MiB.
@@ -826,19 +924,21 @@ SCORES_AT_ONCE = 1 << 19
 
 
 @njit(cache=True)
-def _block_arc_scores(atoms, tok_ptr, flags, lookup, weights, store, tokens, prune, starts, out, masks):
+def _block_arc_scores(atoms, tok_ptr, flags, lookup, weights, store, tokens, prune, starts, out, masks, second):
     """The :func:`_arc_scores` of each sentence ``s`` of ``tok_ptr`` (a run of an :class:`EncodedCorpus`'s,
     ``starts`` (sentences + 1,) the offsets of their scores in ``out``), (n + 1) x (n + 1) at a time;
-    ``masks``: each sentence's mask at the same offsets as its scores, or empty (none).
+    ``masks``: each sentence's mask at the same offsets as its scores, or empty (none); ``second``: a
+    :class:`SecondWeights` (its scores at the same offsets in ``second.out``) or None.
 
     One call for many sentences: a call of a kernel from Python checks and unpacks its arguments (here
     some thirty arrays) for about 8 microseconds; pt_bosque dev x8 makes 9,376 of them.
     """
     for s in range(tok_ptr.shape[0] - 1):
         size = tok_ptr[s + 1] - tok_ptr[s]
+        scores = out[starts[s] : starts[s + 1]].reshape((size, size))
         _arc_scores(SentenceAtoms(atoms, tok_ptr[s], size - 1), flags, lookup, weights, store, tokens, prune,
-                    out[starts[s] : starts[s + 1]].reshape((size, size)),
-                    masks[starts[s] : starts[s + 1]] if masks.shape[0] > 0 else masks)
+                    scores, masks[starts[s] : starts[s + 1]] if masks.shape[0] > 0 else masks, second,
+                    scores if second is None else second.out[starts[s] : starts[s + 1]].reshape((size, size)))
 
 
 @njit(cache=True)
@@ -1048,6 +1148,21 @@ class ArcFeaturizer:
         store = between_store(np.empty((0, 2), dtype=np.int64), 0, self._merged_tags(rows))
         return self._scores(encoded, s, self.arc_weights(w), store, token_store(), prune)
 
+    def arc_score_pair(self, encoded: EncodedCorpus, s: int, w: np.ndarray | ArcWeights, v: np.ndarray | ArcWeights,
+                       prune: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`arc_scores` of sentence ``s`` under ``w`` and under ``v``, bit for bit, in one walk of its arcs
+        (by the kernel of :meth:`block_arc_score_pairs`, which a cascade's parse compiles alone)."""
+        rows = encoded.atoms[encoded.tok_ptr[s] : encoded.tok_ptr[s + 1]]
+        store = between_store(np.empty((0, 2), dtype=np.int64), 0, self._merged_tags(rows))
+        tokens = token_store()
+        size = encoded.length(s) + 1
+        out = np.empty(size * size)
+        second = _second_weights(self.arc_weights(v), tokens, store, out.shape[0])
+        _block_arc_scores(encoded.atoms, encoded.tok_ptr[s : s + 2], self.flags, self.score_lookup(),
+                          self.arc_weights(w), store, tokens, prune, np.array([0, size * size]), out, _NO_MASK,
+                          second)
+        return out.reshape(size, size), second.out.reshape(size, size)
+
     def block_arc_scores(self, encoded: EncodedCorpus, w: np.ndarray | ArcWeights, prune: bool = False,
                          masks: Sequence[np.ndarray] | None = None) -> Iterator[np.ndarray]:
         """The arc scores of every sentence of ``encoded`` in turn, equal to :meth:`arc_scores`'s.
@@ -1060,11 +1175,25 @@ class ArcFeaturizer:
         mask [head, modifier] per sentence, a cascade's kept arcs): the others get -inf and cost no
         lookups, as the arcs that ``prune`` rules out do.
         """
+        for scores, _ in self._block_scores(encoded, self.arc_weights(w), None, prune, masks):
+            yield scores
+
+    def block_arc_score_pairs(self, encoded: EncodedCorpus, w: np.ndarray | ArcWeights, v: np.ndarray | ArcWeights,
+                              prune: bool = False) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The arc scores of every sentence of ``encoded`` under two weight vectors ``w`` and ``v`` (a cascade's
+        pruner and its model), each equal to :meth:`block_arc_scores`'s, in one walk of the arcs: the keys,
+        their lookups and the arcs ``prune`` rules out serve both (:class:`SecondWeights`)."""
+        yield from self._block_scores(encoded, self.arc_weights(w), self.arc_weights(v), prune, None)
+
+    def _block_scores(self, encoded: EncodedCorpus, weights: ArcWeights, second: ArcWeights | None, prune: bool,
+                      masks: Sequence[np.ndarray] | None) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
+        """(the scores under ``weights``, those under ``second`` or None) of every sentence of ``encoded``:
+        :meth:`block_arc_scores` and :meth:`block_arc_score_pairs`."""
         if masks is not None and len(masks) != len(encoded):
             raise ValueError(f"{len(masks)} masks for {len(encoded)} sentences")
-        weights = self.arc_weights(w)
         store = self._block_store(encoded)
         tokens = token_store()
+        pair = None if second is None else _second_weights(second, tokens, store, 0)
         sizes = np.diff(encoded.tok_ptr)  # n + 1 a sentence
         ends = np.cumsum(sizes * sizes)
         first = 0
@@ -1081,10 +1210,14 @@ class ArcFeaturizer:
                     if mask.shape != (sizes[first + s],) * 2:
                         raise ValueError(f"sentence {first + s}: a mask of shape {mask.shape}")
                     flat[starts[s]:starts[s + 1]] = (mask != 0).reshape(-1)
+            if pair is not None:  # the same stores, scores of their own
+                pair = pair._replace(out=np.empty(out.shape[0]))
             _block_arc_scores(encoded.atoms, encoded.tok_ptr[first : last + 1], self.flags, self.score_lookup(),
-                              weights, store, tokens, prune, starts, out, flat)
+                              weights, store, tokens, prune, starts, out, flat, pair)
             for s in range(last - first):
-                yield out[starts[s] : starts[s + 1]].reshape(sizes[first + s], sizes[first + s])
+                shape = (sizes[first + s], sizes[first + s])
+                yield (out[starts[s] : starts[s + 1]].reshape(shape),
+                       None if pair is None else pair.out[starts[s] : starts[s + 1]].reshape(shape))
             first = last
 
     def _block_store(self, encoded: EncodedCorpus) -> BetweenStore:
@@ -1120,7 +1253,7 @@ class ArcFeaturizer:
         size = encoded.length(s) + 1
         out = np.empty(size * size)
         _block_arc_scores(encoded.atoms, encoded.tok_ptr[s : s + 2], self.flags, self.score_lookup(), weights,
-                          store, tokens, prune, np.array([0, size * size]), out, _NO_MASK)
+                          store, tokens, prune, np.array([0, size * size]), out, _NO_MASK, None)
         return out.reshape(size, size)
 
     def config(self) -> dict:

@@ -210,6 +210,27 @@ class Parser(NLTKBase):
         (:meth:`~egnlp.parser.cascade.ArcPruner.masks`)."""
         return self.pruner.masks(self.featurizer, encoded)
 
+    def _kept_arc_scores(self, encoded: EncodedCorpus, arc_w: ArcWeights, prune: bool
+                         ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(arc scores, kept arcs) of each encoded sentence of a cascade: the arcs its masks do not keep get
+        -inf.  With the tag filter (``prune``) the pruner's arc scores and these come from one walk of the
+        arcs (:meth:`~egnlp.parser.cascade.ArcPruner.kept_arc_scores`); without it, the masks come first and
+        the arcs they keep are scored in a walk of their own (the others' lookups skipped)."""
+        if prune:
+            for keep, arc in self.pruner.kept_arc_scores(self.featurizer, encoded, arc_w):
+                yield arc, keep
+        else:
+            masks = list(self._masks(encoded))
+            yield from zip(self.featurizer.block_arc_scores(encoded, arc_w, False, masks), masks)
+
+    def _every_arc(self, encoded: EncodedCorpus, s: int, arc_w: ArcWeights, prune: bool) -> np.ndarray:
+        """The arc scores of a cascade's sentence ``s`` over every arc.  With the tag filter (``prune``), by the
+        kernel of :meth:`_kept_arc_scores`' one walk (the weights given twice): the parse then compiles that
+        scorer alone, not the one of a weight vector as well (about 5 CPU s of compiling)."""
+        if prune:
+            return self.featurizer.arc_score_pair(encoded, s, arc_w, arc_w)[0]
+        return self.featurizer.arc_scores(encoded, s, arc_w)
+
     def _heads(self, encoded: EncodedCorpus, finals: Sequence[bool]) -> list[list[int]]:
         """Heads of each encoded sentence; ``finals``: whether each ends in punctuation."""
         return [heads[1:].tolist() for heads, _ in self._trees(encoded, finals)]
@@ -227,10 +248,9 @@ class Parser(NLTKBase):
         # a cascade's arcs are scored with the tag filter too: its pruner's masks hold none of the filtered
         # arcs unless every arc was scored (then so is this sentence's, below)
         prune = self.prune and (self.siblings is None or self.pruner is not None)
-        # a cascade's masks first: the arcs they do not keep are not scored (their lookups are skipped)
-        masks = list(self._masks(encoded)) if self.pruner is not None else None
-        keeps = iter(masks) if masks is not None else None
-        for s, arc in enumerate(self.featurizer.block_arc_scores(encoded, arc_w, prune, masks)):
+        scored = (self._kept_arc_scores(encoded, arc_w, prune) if self.pruner is not None
+                  else ((arc, None) for arc in self.featurizer.block_arc_scores(encoded, arc_w, prune)))
+        for s, (arc, keep) in enumerate(scored):
             mu = None
             if self.siblings is None:
                 try:
@@ -243,15 +263,14 @@ class Parser(NLTKBase):
                 if marginals:
                     mu = self._marginals(arc, finals[s])
             else:
-                keep = next(keeps) if keeps is not None else None
                 if keep is not None and (arc[keep != 0] == -np.inf).any():  # the pruner decoded every arc
-                    arc = self.featurizer.arc_scores(encoded, s, arc_w)
+                    arc = self._every_arc(encoded, s, arc_w, prune)
                 try:
                     heads, mu = self._higher_order(encoded, s, arc, keep, marginals, sib_w, grand_w)
                 except NoTreeError:  # the kept arcs hold no tree of the space: decode every arc
                     if keep is None:
                         raise
-                    heads, mu = self._higher_order(encoded, s, self.featurizer.arc_scores(encoded, s, arc_w), None,
+                    heads, mu = self._higher_order(encoded, s, self._every_arc(encoded, s, arc_w, prune), None,
                                                    marginals, sib_w, grand_w)
             yield heads, mu
 

@@ -291,13 +291,15 @@ def test_a_sentence_whose_kept_arcs_hold_no_tree_is_decoded_over_every_arc(order
     free = parser.predict_heads(dev)
     parser.pruner = pruner
 
-    def root_only(self, encoded):
+    def root_only(self, encoded, arc_w, prune):
+        masks = []
         for s in range(len(encoded)):
             keep = np.zeros((encoded.length(s) + 1,) * 2, dtype=np.uint8)
             keep[0, 1:] = 1
-            yield keep
+            masks.append(keep)
+        return zip(self.featurizer.block_arc_scores(encoded, arc_w, prune, masks), masks)
 
-    monkeypatch.setattr(Parser, "_masks", root_only)
+    monkeypatch.setattr(Parser, "_kept_arc_scores", root_only)
     assert parser.predict_heads(dev) == free
 
 
@@ -484,3 +486,40 @@ def test_kept_arcs_counts_the_masks_the_parser_decodes_over(tmp_path):
     headless = Sentence(tuple(row[:HEAD] + ("_",) + row[HEAD + 1:] for row in dev[2].rows), source="x", line=7)
     with pytest.raises(ValueError, match="x:7: the sentence has no heads"):
         loaded.kept_arcs([*dev[:2], headless])
+
+
+@pytest.mark.parametrize("mode", ["alphabet", "hash"])
+def test_one_walk_gives_the_masks_and_the_model_scores_of_two_walks(mode):
+    """``ArcPruner.kept_arc_scores`` scores the pruner's weights and a model's in one walk of the arcs: each
+    pt_bosque sentence gets the mask of ``ArcPruner.masks`` and, byte for byte, the model's scores that
+    ``block_arc_scores`` gives over the masks with the tag filter.  Sentences whose tags no training arc had
+    leave no single-root tree under the filter (alphabet mode): their marginals come from every arc, and
+    their kept arcs between words are -inf, as the masked scorer gives them."""
+    import os
+    from pathlib import Path
+
+    from egnlp.corpora import Sentence, read_conll
+    from egnlp.corpora.sentence import CPOS, POS
+    from egnlp.features.arc_featurizer import ArcFeaturizer
+    from egnlp.parser.cascade import ArcPruner
+
+    ud = Path(os.environ["EGNLP_UD_DIR"])
+    train = read_conll(ud / "pt_bosque-ud-test.conllu")[:300]
+    dev = [s for s in read_conll(ud / "pt_bosque-ud-dev.conllu") if len(s) > 1][:40]
+    unseen = [Sentence(tuple(row[:CPOS] + ("zz", "zz") + row[POS + 1:] for row in s.rows)) for s in dev[:3]]
+    sentences = dev[:20] + unseen + dev[20:]
+    f = ArcFeaturizer.for_corpus(train, mode, hash_bits=18)
+    f.fit(f.encode(train), [s.heads for s in train])
+    rng = np.random.default_rng(11)
+    pruner = ArcPruner(rng.normal(size=f.n_features), "single", 0.01, 5)
+    model = rng.normal(size=f.n_features)
+    enc = f.encode(sentences)
+    masks = list(pruner.masks(f, enc))
+    expected = list(f.block_arc_scores(enc, model, True, masks))
+    got = list(pruner.kept_arc_scores(f, enc, f.arc_weights(model)))
+    assert len(got) == len(sentences)
+    for (keep, arc), mask, scores in zip(got, masks, expected):
+        assert keep.dtype == mask.dtype and keep.tobytes() == mask.tobytes()
+        assert arc.tobytes() == scores.tobytes()
+    filtered = [bool((arc[keep != 0] == -np.inf).any()) for keep, arc in got]
+    assert filtered[20:23] == [mode == "alphabet"] * 3 and not any(filtered[:20])

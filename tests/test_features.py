@@ -116,7 +116,8 @@ def _joined(sentences):
 
 def _assert_direct_scores_are_the_csr_sums(train, sentences, mode, seed):
     """Train an alphabet (or hash) on ``train``; the direct scorer's arc scores of ``sentences`` under random
-    weights equal the sums of their CSR training features."""
+    weights equal the sums of their CSR training features, and two weight vectors scored in one walk get
+    the bits of a walk each (:func:`_assert_pairs_are_two_walks`)."""
     f = ArcFeaturizer.for_corpus(train, mode, hash_bits=18)
     f.fit(f.encode(train), [s.heads for s in train])
     enc = f.encode(sentences)
@@ -128,7 +129,22 @@ def _assert_direct_scores_are_the_csr_sums(train, sentences, mode, seed):
         np.testing.assert_allclose(pf.scores(lo, hi, w).reshape(k, k), f.arc_scores(enc, s, w),
                                    rtol=1e-12, atol=1e-9)
         np.testing.assert_array_equal(block, f.arc_scores(enc, s, w))  # the block's store gives the same bits
+    _assert_pairs_are_two_walks(f, enc, w, np.random.default_rng(seed + 1).normal(size=f.n_features))
     return f, enc
+
+
+def _assert_pairs_are_two_walks(f, enc, w, v):
+    """The scores of weights ``w`` and ``v`` made in one walk of the arcs (a block's pairs, and a sentence's
+    alone) are, byte for byte, those of a walk for each, with the tag filter and without."""
+    for prune in (False, True):
+        pairs = list(f.block_arc_score_pairs(enc, w, v, prune))
+        assert len(pairs) == len(enc)
+        for (a, b), x, y in zip(pairs, f.block_arc_scores(enc, w, prune), f.block_arc_scores(enc, v, prune)):
+            assert a.tobytes() == x.tobytes() and b.tobytes() == y.tobytes()
+        for s in (0, len(enc) - 1):
+            a, b = f.arc_score_pair(enc, s, w, v, prune)
+            assert a.tobytes() == f.arc_scores(enc, s, w, prune).tobytes()
+            assert b.tobytes() == f.arc_scores(enc, s, v, prune).tobytes()
 
 
 @pytest.mark.parametrize("tags", ["both", "upos", "xpos"])
@@ -164,6 +180,9 @@ def test_block_scores_made_some_sentences_at_a_time_are_each_sentences_scores(se
     assert [b.shape for b in blocks] == [(len(s) + 1, len(s) + 1) for s in sentences]
     for s, block in enumerate(blocks):
         np.testing.assert_array_equal(block, f.arc_scores(enc, s, w, prune=True))
+    v = np.random.default_rng(5).normal(size=f.n_features)
+    for s, (a, b) in enumerate(f.block_arc_score_pairs(enc, w, v, prune=True)):  # the pairs' scores too
+        assert a.tobytes() == blocks[s].tobytes() and b.tobytes() == f.arc_scores(enc, s, v, prune=True).tobytes()
 
 
 def test_pair_weights_add_the_weight_of_the_key_alone_to_each_slot(sentences):
