@@ -105,7 +105,7 @@ TAGGER_COLUMNS = ("xpos", "upos", "chunk", "pos", "feats", "morph")
 
 def option(default: Any, flags: str, help: str, *, shown: str | None = None, choices: tuple[str, ...] = (),
            metavar: str | None = None) -> Any:
-    """A settings field that is also a command-line option: ``flags`` (``--C``, ``--siblings/--no-siblings``,
+    """A settings field that is also a command-line option: ``flags`` (``--C``, ``--labels/--no-labels``,
     ``--jobs,-j``), its ``help``, the default as ``--help`` shows it when the value alone does not say it
     (``shown``), the values it takes (``choices``)."""
     return field(default=default, metadata={"flags": flags, "help": help, "shown": shown, "choices": choices,
@@ -249,7 +249,7 @@ class ParserSettings:
     cache_mb: float | None = option(None, "--cache-mb", "Keep up to this many MiB of compiled training and dev "
                                     "sentences for later passes instead of compiling them again at every pass: less "
                                     "time, more memory, the same model (es: about 300 MiB keeps them all, about 1 "
-                                    "GiB with --siblings); 0 keeps none.", metavar="<MB>",
+                                    "GiB with --parts siblings); 0 keeps none.", metavar="<MB>",
                                     shown="1024 for egr, else 64: the dev sentences, or without a dev set the "
                                           "training sentences")
     tags: str | None = option(None, "--pos", "Tag columns the features read: both, upos (CPOSTAG) or xpos (POSTAG).",
