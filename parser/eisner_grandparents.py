@@ -89,7 +89,7 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from egnlp.features.kept_parts import KeptParts, grand_cells, tree_grand_slots
+from egnlp.features.kept_parts import KeptParts, grand_cells, kept_parts, tree_grand_slots
 from egnlp.parser.cascade import check_keep
 from egnlp.parser.eisner_siblings import check_theta
 from egnlp.parser.tree_checks import check_tree, float_scores, is_single_root, solve
@@ -209,8 +209,12 @@ def _charts(n1):
     """Charts C, CT, I, S, ST of a sentence with n1 - 1 words, each (n1, n1, n1) float64.
 
     C and CT hold 0 on every C[g, h, h] (the empty complete items); every
-    other entry starts at -inf and is overwritten by ``_fill`` where it is
-    defined (entries whose first index lies inside their span stay -inf).
+    other entry of C, CT and I starts at -inf and is overwritten by ``_fill``
+    where it is defined (entries whose first index lies inside their span
+    stay -inf).  S and ST are not set: a sibling item is read only in a
+    term with I[g, h, r], which is -inf unless the sibling r's arc h -> r is
+    kept, and then ``_fill`` has written S[h, ., .] for r (any value plus
+    -inf is -inf or NaN, which no maximum, log-sum-exp or adjoint takes).
     """
     C = np.full((n1, n1, n1), -np.inf)
     CT = np.full((n1, n1, n1), -np.inf)
@@ -219,17 +223,19 @@ def _charts(n1):
             C[g, h, h] = 0.0
             CT[g, h, h] = 0.0
     shape = (n1, n1, n1)
-    return C, CT, np.full(shape, -np.inf), np.full(shape, -np.inf), np.full(shape, -np.inf)
+    return C, CT, np.full(shape, -np.inf), np.empty(shape), np.empty(shape)
 
 
 @numba.njit(cache=True)
-def _fill(theta, off, G, single, use_max, C, CT, I, S, ST, keep, hptr, hidx):
+def _fill(theta, off, G, goff, single, use_max, C, CT, I, S, ST, keep, hptr, hidx):
     """Fill the grand-sibling charts of Koo and Collins (2010) in log space, sum-product or max-plus.
 
     theta: (n_parts,) float64 sibling-part scores; off: (n + 1, n + 1) int64
-    from ``sibling_offsets``; G: (n + 1, n + 1, n + 1) float64 grandparent
-    scores.  C, CT, I, S, ST from ``_charts``, overwritten.  The argmax's
-    split points are not kept: ``_argmax_kernel`` recomputes them along the
+    from ``sibling_offsets``; G: float64 grandparent scores, one per slot of
+    the pruned layout of ``keep`` (:mod:`egnlp.features.kept_parts`): the part
+    (g, h, m) of the j-th kept head g = hidx[j] of h is
+    G[goff[h, m] + j - hptr[h]].  C, CT, I, S, ST from ``_charts``,
+    overwritten.  The argmax's split points are not kept: ``_argmax_kernel`` recomputes them along the
     best derivation.  ``keep`` (n + 1, n + 1) uint8: the arcs [head, modifier]
     a tree may use; ``hptr``, ``hidx``: the kept heads of each modifier m,
     ``hidx[hptr[m]:hptr[m + 1]]`` in increasing order (:func:`kept_heads`).  Only
@@ -273,7 +279,7 @@ def _fill(theta, off, G, single, use_max, C, CT, I, S, ST, keep, hptr, hidx):
                         if s <= g <= t:
                             continue
                         v, _ = _reduce_row(first, I[g, s], b, s + 1, t, 0, use_max)
-                        I[g, s, t] = v + G[g, s, t]
+                        I[g, s, t] = v + G[goff[s, t] + j - hptr[s]]
             # I[g, t, s] (arc t -> s): s is t's first left modifier,
             #   C[t, s, t - 1] + theta(t, none, s),
             # or follows the previous one r, s < r < t:
@@ -288,7 +294,7 @@ def _fill(theta, off, G, single, use_max, C, CT, I, S, ST, keep, hptr, hidx):
                     if s <= g <= t:
                         continue
                     v, _ = _reduce_row(first, I[g, t], b, s + 1, t, 0, use_max)
-                    I[g, t, s] = v + G[g, t, s]
+                    I[g, t, s] = v + G[goff[t, s] + j - hptr[t]]
             # C[g, s, t]: the last right modifier r of s with r's right half, whose head is s;
             # C[g, t, s]: the last left modifier r of t with r's left half.  C[s, r, t] = CT[s, t, r].
             if s == 0:
@@ -314,19 +320,19 @@ def _fill(theta, off, G, single, use_max, C, CT, I, S, ST, keep, hptr, hidx):
 
 
 @numba.njit(cache=True)
-def _inside_kernel(theta, off, G, single, keep, hptr, hidx):
-    """log Z over the tree space; theta (n_parts,), off (n + 1, n + 1) int64, G (n + 1,) * 3; the kept arcs
-    as ``_fill`` takes them."""
+def _inside_kernel(theta, off, G, goff, single, keep, hptr, hidx):
+    """log Z over the tree space; theta (n_parts,), off (n + 1, n + 1) int64, G and goff, the kept arcs as
+    ``_fill`` takes them."""
     C, CT, I, S, ST = _charts(off.shape[0])
-    return _fill(theta, off, G, single, False, C, CT, I, S, ST, keep, hptr, hidx)
+    return _fill(theta, off, G, goff, single, False, C, CT, I, S, ST, keep, hptr, hidx)
 
 
 @numba.njit(cache=True)
-def _inside_outside_kernel(theta, off, G, single, keep, hptr, hidx):
+def _inside_outside_kernel(theta, off, G, goff, single, keep, hptr, hidx):
     """(log Z, mu_sib, mu_grand): the probability that a tree uses each part.
 
     mu_sib: (n_parts,) float64, laid out like theta; mu_grand: (n + 1,) * 3
-    float64, laid out like G, 0 on the entries no tree uses.  The outside pass
+    float64 [g, h, m], 0 on the entries no tree uses.  The outside pass
     is the reverse-mode derivative of the inside ``_fill`` (over the same kept
     arcs and grandparents): the adjoint of an
     item is d log Z / d item, the probability that a tree uses it, so
@@ -339,7 +345,7 @@ def _inside_outside_kernel(theta, off, G, single, keep, hptr, hidx):
     n1 = off.shape[0]
     n = n1 - 1
     C, CT, I, S, ST = _charts(n1)
-    log_z = _fill(theta, off, G, single, False, C, CT, I, S, ST, keep, hptr, hidx)
+    log_z = _fill(theta, off, G, goff, single, False, C, CT, I, S, ST, keep, hptr, hidx)
     gtheta = np.zeros(theta.shape[0])
     # The adjoint of C[g, h, e] is gC[g, h, e] + gCT[g, e, h]; of S[h, s, t], gS[h, s, t] + gST[h, t, s].
     gI = np.zeros((n1, n1, n1))
@@ -395,7 +401,7 @@ def _inside_outside_kernel(theta, off, G, single, keep, hptr, hidx):
                     a = gI[g, t, s]
                     v = I[g, t, s]
                     if a != 0.0 and v > -np.inf:
-                        c = G[g, t, s] - v
+                        c = G[goff[t, s] + j - hptr[t]] - v
                         p_first += a * np.exp(first + c)
                         _lse_row_adjoint(I[g, t], b, s + 1, t, 0, c, a, gI[g, t], gb)
                 gC[t, s, t - 1] += p_first
@@ -421,7 +427,7 @@ def _inside_outside_kernel(theta, off, G, single, keep, hptr, hidx):
                     a = gI[g, s, t]
                     v = I[g, s, t]
                     if a != 0.0 and v > -np.inf:
-                        c = (G[g, s, t] if s > 0 else 0.0) - v
+                        c = (G[goff[s, t] + j] if s > 0 else 0.0) - v
                         p_first += a * np.exp(first + c)
                         if siblings:
                             _lse_row_adjoint(I[g, s], b, s + 1, t, 0, c, a, gI[g, s], gb)
@@ -448,20 +454,21 @@ def _inside_outside_kernel(theta, off, G, single, keep, hptr, hidx):
 
 
 @numba.njit(cache=True)
-def _argmax_kernel(theta, off, G, single, keep, hptr, hidx):
+def _argmax_kernel(theta, off, G, goff, single, keep, hptr, hidx):
     """(best score, heads) by the grand-sibling Eisner algorithm in the max-plus semiring.
 
-    theta: (n_parts,) float64; off: (n + 1, n + 1) int64; G: (n + 1,) * 3
-    float64.  heads: (n + 1,) int64, heads[0] = -1.  The backtrack recomputes
-    each visited item's best split with the arithmetic of the fill, so it
-    finds the split that produced the item's value.  Ties go to "no sibling",
-    then to the smallest split point.  If no tree has a finite score the
-    returned score is -inf and heads is meaningless.
+    theta: (n_parts,) float64; off: (n + 1, n + 1) int64; G, goff: the
+    grandparent scores per slot as ``_fill`` takes them.  heads: (n + 1,)
+    int64, heads[0] = -1.  The backtrack recomputes each visited item's
+    best split with the arithmetic of the fill, so it finds the split that
+    produced the item's value.  Ties go to "no sibling", then to the
+    smallest split point.  If no tree has a finite score the returned score
+    is -inf and heads is meaningless.
     """
     n1 = off.shape[0]
     n = n1 - 1
     C, CT, I, S, ST = _charts(n1)
-    best = _fill(theta, off, G, single, True, C, CT, I, S, ST, keep, hptr, hidx)
+    best = _fill(theta, off, G, goff, single, True, C, CT, I, S, ST, keep, hptr, hidx)
     heads = np.full(n1, -1, dtype=np.int64)
     if best == -np.inf:
         return best, heads
@@ -599,21 +606,21 @@ def _check_grand(G: ArrayLike, size: int) -> NDArray[np.float64]:
 
 def _prepare(theta: ArrayLike, G: ArrayLike, size: int, root: str, keep: ArrayLike | None,
              parts: KeptParts | None = None):
-    """(theta, off, G, single, keep, hptr, hidx) validated for the kernels; ``parts``: theta and G are in that
-    pruned layout (G then spread over the kernels' (size, size, size) cells), over its kept arcs."""
+    """(theta, off, G, goff, single, keep, hptr, hidx) validated for the kernels, G one score per slot of the
+    pruned layout of the kept arcs (:mod:`egnlp.features.kept_parts`); ``parts``: theta and G are in that
+    pruned layout already, over its kept arcs, else G is (size, size, size) and its slots are read from it."""
     single = is_single_root(root)
     arr, off = check_theta(theta, size, parts)
     if parts is None:
-        return (arr, off, _check_grand(G, off.shape[0]), single, *check_keep(keep, off.shape[0]))
+        cube = _check_grand(G, off.shape[0])
+        layout = kept_parts(check_keep(keep, off.shape[0])[0])
+        return arr, off, cube[grand_cells(layout)], layout.goff, single, layout.keep, layout.hptr, layout.hidx
     if keep is not None:
         raise ValueError("give the kept arcs as keep or as a layout, not both")
     g_arr = np.asarray(G)
     if g_arr.shape != (parts.n_grand,):
         raise ValueError(f"G must have the layout's ({parts.n_grand},) slots, got shape {g_arr.shape}")
-    g_arr = float_scores(g_arr, "G")
-    cube = np.zeros((size, size, size))
-    cube[grand_cells(parts)] = g_arr
-    return arr, off, cube, single, parts.keep, parts.hptr, parts.hidx
+    return arr, off, float_scores(g_arr, "G"), parts.goff, single, parts.keep, parts.hptr, parts.hidx
 
 
 def grand_argmax(theta: ArrayLike, G: ArrayLike, size: int, root: str = "multi", keep: ArrayLike | None = None,

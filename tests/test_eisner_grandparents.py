@@ -466,3 +466,34 @@ def test_tree_functions_reject_bad_input():
     check_invalid_trees(grand_parts, grand_indicator)
     with pytest.raises(ValueError, match="size"):
         grand_indicator(np.array([-1, 0, 1]), 4)
+
+
+@pytest.mark.parametrize("use_max", [True, False])
+@pytest.mark.parametrize("root", ROOTS)
+def test_sibling_charts_need_no_initial_value(root, use_max):
+    """_charts leaves the sibling charts S, ST unset: the fill gives the same charts whatever they hold
+    (-inf, +inf, NaN, large finite values), over every arc and over random masks of kept arcs."""
+    from egnlp.parser.eisner_grandparents import _charts, _fill, _prepare
+
+    rng = np.random.default_rng(7)
+    for n in (1, 3, 6, 11, 17):
+        size = n + 1
+        for keep in (None, rng.random((size, size)) < 0.5):
+            if keep is not None:
+                keep[rng.integers(0, size, size=size), np.arange(size)] = True  # a head for every word
+                keep[0, 1:] |= rng.random(n) < 0.3
+            theta = rng.normal(size=n_sibling_parts(size))
+            G = rng.normal(size=(size, size, size))
+            args = _prepare(theta, G, size, root, keep)
+            theta, off, g, goff, single, mask, hptr, hidx = args
+            results = []
+            for fill in (-np.inf, np.inf, np.nan, 1e300, None):
+                C, CT, I, S, ST = _charts(size)
+                for chart in (S, ST):
+                    chart[:] = rng.normal(size=chart.shape) * 1e6 if fill is None else fill
+                value = _fill(theta, off, g, goff, single, use_max, C, CT, I, S, ST, mask, hptr, hidx)
+                results.append((value, C, I))
+            for value, C, I in results[1:]:
+                assert value == results[0][0] or (np.isinf(value) and np.isinf(results[0][0]))
+                np.testing.assert_array_equal(C, results[0][1])
+                np.testing.assert_array_equal(I, results[0][2])
