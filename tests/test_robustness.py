@@ -363,7 +363,8 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A small labeled parser, a CRF and a maxent POS tagger, trained once and saved."""
     folder = tmp_path_factory.mktemp("models")
     paths = {name: folder / f"{name}.npz" for name in ("parser", "crf", "maxent")}
-    parser, _ = train_parser(load_dataset("es", "train")[:30], max_passes=1, tags="xpos", parts="arcs")  # as the taggers
+    # tags="xpos": as the taggers
+    parser, _ = train_parser(load_dataset("es", "train")[:30], max_passes=1, tags="xpos", parts="arcs")
     parser.save(paths["parser"])
     wsj = load_dataset("ptb-pos", "train")[:30]
     tokens, tags = [s.forms for s in wsj], [s.pos for s in wsj]

@@ -87,7 +87,8 @@ def test_the_cli_and_api_build_the_same_tagger_settings(tmp_path, monkeypatch) -
     ({"max_passes": -3}, ["--passes", "-3"], "--passes must be at least 0, not -3"),
     ({"C": -1.0}, ["--C", "-1"], "C must be positive, not -1"),
     ({"trainer": "bcfw", "anneal": True}, ["--trainer", "bcfw", "--anneal"], "trainer 'bcfw' has no setting --anneal"),
-    ({"cascade": True, "parts": "arcs"}, ["--cascade", "--parts", "arcs"], "--cascade prunes a second- or third-order model trained on one machine"),
+    ({"cascade": True, "parts": "arcs"}, ["--cascade", "--parts", "arcs"],
+     "--cascade prunes a second- or third-order model trained on one machine"),
 ])
 def test_a_rule_is_one_check_for_the_cli_and_the_api(tmp_path, options, flags, message) -> None:
     train = tmp_path / "train.conll"
