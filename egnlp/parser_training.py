@@ -336,8 +336,9 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
 
     ``settings`` (a :class:`~egnlp.settings.ParserSettings`; its fields also as keyword ``options``, and
     any other setting of the trainer's config, such as ``eta_init``) say the model, the tree space and
-    the trainer: first order, second order with ``siblings`` (McDonald and Pereira 2006) or third order
-    with ``grandparents`` (Koo and Collins 2010); one run, a warm-started path of C values (``C_path``,
+    the trainer: ``parts`` arcs (first order), siblings (second order, McDonald and Pereira 2006) or
+    grandparents (third order, Koo and Collins 2010), a higher order pruned by a first-order ``cascade``
+    unless it is False; one run, a warm-started path of C values (``C_path``,
     Collins et al. 2008, Sec. 7.1.2: the C with the best dev UAS is kept, ``on_point`` sees each), or
     CoCoA+ rounds of online EG on a Dask cluster (``dask``; ``client``, or a new local cluster).
 
