@@ -468,32 +468,99 @@ def test_tree_functions_reject_bad_input():
         grand_indicator(np.array([-1, 0, 1]), 4)
 
 
-@pytest.mark.parametrize("use_max", [True, False])
+def long_pruned_sentence(root: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A 120-word sentence with about 6 kept heads per word (its left neighbour among them) and random
+    scores: (theta, G, keep)."""
+    rng = np.random.default_rng(120 + len(root))
+    n = 120
+    size = n + 1
+    keep = np.zeros((size, size), dtype=np.uint8)
+    for m in range(1, size):
+        near = np.clip(m + rng.integers(-8, 9, size=6), 0, n)
+        keep[near, m] = 1
+        keep[m - 1, m] = 1
+    keep[0, rng.integers(1, size, size=4)] = 1
+    np.fill_diagonal(keep, 0)
+    theta = rng.normal(scale=2.0, size=n_sibling_parts(size))
+    G = rng.normal(scale=2.0, size=(size,) * 3)
+    return theta, G, keep
+
+
+def unset_chart_results(args, fill):
+    """(best, heads, C, I of the max-plus fill; log Z, mu_sib, mu_grand, C, I of the sum-product one) from
+    the kernels' steps over charts whose unset sibling charts S, ST are set to ``fill`` first."""
+    from egnlp.parser.eisner_grandparents import _backtrack, _chart_index, _charts, _fill, _outside_pass
+
+    theta, off, g, goff, single, keep, hptr, hidx = args
+    out = []
+    for use_max in (True, False):
+        index = _chart_index(hptr, hidx)
+        charts = _charts(hptr, index[3])
+        for chart in charts[3:]:
+            chart[:] = fill(chart.shape)
+        value = _fill(theta, off, g, goff, single, use_max, keep, hptr, hidx, index, charts)
+        if use_max:
+            out += [value, _backtrack(theta, off, single, hptr, index, charts)]
+        else:
+            out += [value, *_outside_pass(theta, off, g, goff, single, keep, hptr, hidx, index, charts)]
+        out += [charts[0], charts[2]]
+    return out
+
+
+#: The long sentences' results from the dense (n + 1)^3 charts these compact ones replaced: the digest
+#: of the best tree's heads, its score, log Z, and sums of the marginals.
+LONG_RESULTS = {
+    "multi": ("a78629a5f1ed7d38", 275.97393098372606, 285.68581242938063, 353.6284254062683, 220.1403929742211,
+              115.77261955010152),
+    "single": ("23b7a122c5fdbbfd", 307.5500971331994, 319.0262124178305, 367.6043480188655, 240.81004970298687,
+               119.00000000000401),
+}
+
+
 @pytest.mark.parametrize("root", ROOTS)
-def test_sibling_charts_need_no_initial_value(root, use_max):
-    """_charts leaves the sibling charts S, ST unset: the fill gives the same charts whatever they hold
-    (-inf, +inf, NaN, large finite values), over every arc and over random masks of kept arcs."""
-    from egnlp.parser.eisner_grandparents import _charts, _fill, _prepare
+def test_charts_need_no_initial_value_where_unset(root):
+    """The kernels leave the sibling charts S, ST unset: over every arc, over random masks of kept arcs
+    and over a long pruned sentence, the charts, the best tree and score, log Z and the marginals are
+    the same whatever those charts hold (-inf, +inf, NaN, large finite values), and the same as the
+    kernels' own; the long sentence's are those of the dense charts before them."""
+    import hashlib
+
+    from egnlp.parser.eisner_grandparents import _argmax_kernel, _inside_kernel, _inside_outside_kernel, _prepare
 
     rng = np.random.default_rng(7)
+    cases = []
     for n in (1, 3, 6, 11, 17):
         size = n + 1
         for keep in (None, rng.random((size, size)) < 0.5):
             if keep is not None:
                 keep[rng.integers(0, size, size=size), np.arange(size)] = True  # a head for every word
                 keep[0, 1:] |= rng.random(n) < 0.3
-            theta = rng.normal(size=n_sibling_parts(size))
-            G = rng.normal(size=(size, size, size))
-            args = _prepare(theta, G, size, root, keep)
-            theta, off, g, goff, single, mask, hptr, hidx = args
-            results = []
-            for fill in (-np.inf, np.inf, np.nan, 1e300, None):
-                C, CT, I, S, ST = _charts(size)
-                for chart in (S, ST):
-                    chart[:] = rng.normal(size=chart.shape) * 1e6 if fill is None else fill
-                value = _fill(theta, off, g, goff, single, use_max, C, CT, I, S, ST, mask, hptr, hidx)
-                results.append((value, C, I))
-            for value, C, I in results[1:]:
-                assert value == results[0][0] or (np.isinf(value) and np.isinf(results[0][0]))
-                np.testing.assert_array_equal(C, results[0][1])
-                np.testing.assert_array_equal(I, results[0][2])
+            cases.append((rng.normal(size=n_sibling_parts(size)), rng.normal(size=(size, size, size)), keep))
+    cases.append(long_pruned_sentence(root))
+    fills = [lambda shape, v=v: np.full(shape, v) for v in (-np.inf, np.inf, np.nan, 1e300)]
+    fills.append(lambda shape: rng.normal(size=shape) * 1e6)
+    for theta, G, keep in cases:
+        size = G.shape[0]
+        args, _ = _prepare(theta, G, size, root, keep)
+        best, heads = _argmax_kernel(*args)
+        log_z, mu_sib, mu_grand = _inside_outside_kernel(*args)
+        assert _inside_kernel(*args) == log_z
+        first = unset_chart_results(args, fills[0])
+        assert first[0] == best
+        np.testing.assert_array_equal(first[1], heads)
+        assert first[4] == log_z
+        np.testing.assert_array_equal(first[5], mu_sib)
+        np.testing.assert_array_equal(first[6], mu_grand)
+        for fill in fills[1:]:
+            for a, b in zip(unset_chart_results(args, fill), first):
+                np.testing.assert_array_equal(a, b)
+        if size > 100:
+            digest, score, z, sib, grand, total = LONG_RESULTS[root]
+            assert hashlib.sha256(heads.astype("<i8").tobytes()).hexdigest()[:16] == digest
+            assert best == pytest.approx(score, rel=1e-12)
+            assert log_z == pytest.approx(z, rel=1e-12)
+            z, mu_sib, mu_g = grand_marginals(theta, G, size, root, keep)
+            assert float(mu_sib @ (np.arange(mu_sib.shape[0]) % 7)) == pytest.approx(sib, rel=1e-12)
+            assert float((mu_g * (np.arange(mu_g.size).reshape(mu_g.shape) % 5)).sum()) == pytest.approx(grand,
+                                                                                                        rel=1e-12)
+            assert mu_g.sum() == pytest.approx(total, rel=1e-12)
