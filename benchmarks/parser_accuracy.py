@@ -368,8 +368,8 @@ def _percent(share: float | None, digits: int = 2) -> str:
 
 
 CASCADE_NOTE = ("Cascades (a higher-order model's default, `--no-cascade` turns it off; Koo and Collins 2010, "
-                "Sec. 5): the first-order pruner keeps the heads of a "
-                "word whose marginal is at least the threshold times the best head's, top-k of them at most. The "
+                "Sec. 5; Rush and Petrov 2012): the first-order pruner keeps the heads of a "
+                "word whose max-marginal is at least the threshold times the best head's, top-k of them at most. The "
                 "threshold is chosen on the tuning split (the training file's last tenth, which the pruner is not "
                 "trained on), not on the evaluation file: the largest that keeps the recall sought "
                 "(`--cascade-recall`) of its gold arcs, or the largest with the best recall when top-k caps it "

@@ -453,7 +453,8 @@ def _train_arcs(train: Sequence[Sentence], dev: Sequence[Sentence] | None, setti
 
 def train_pruner(featurizer: ArcFeaturizer, train: Sequence[Sentence], settings: ParserSettings, root: str
                  ) -> tuple[ArcPruner, list[np.ndarray], dict]:
-    """A cascade's first stage (Koo and Collins 2010, Sec. 5): a first-order projective model over the fitted
+    """A cascade's first stage (Koo and Collins 2010, Sec. 5; pruning by max-marginals, Rush and Petrov
+    2012): a first-order projective model over the fitted
     arc features ``featurizer``, trained as the settings' first-order parser would be (``cascade_passes``
     passes at most when given) on all but the training file's last tenth (the tuning split), and its
     threshold, the largest of
@@ -483,7 +484,8 @@ def train_pruner(featurizer: ArcFeaturizer, train: Sequence[Sentence], settings:
     counts = count_kept(keep, [s.heads for s in train])
     for mask, sentence in zip(keep, train):  # the gold arcs too
         mask[np.asarray(sentence.heads, dtype=np.int64), np.arange(1, len(sentence) + 1)] = 1
-    info = {"threshold": threshold, "top_k": settings.cascade_top_k, "tuning_sentences": len(tune),
+    info = {"threshold": threshold, "top_k": settings.cascade_top_k, "values": pruner.values,
+            "tuning_sentences": len(tune),
             "tuning": rows, "train_recall": counts.recall, "train_kept": counts.kept_share,
             "seconds": time.process_time() - start}
     return pruner, keep, info

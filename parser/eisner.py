@@ -1,9 +1,11 @@
 """First-order projective dependency parsing with Eisner's algorithm.
 
-Three dynamic programs over one chart layout: the best tree (argmax, also
-loss-augmented), the log-partition function (inside), and the arc marginals
-(inside-outside).  They serve every learner: a CRF needs ``inside_outside``,
-a max-margin learner needs ``eisner_argmax_augmented`` with a per-arc cost.
+Four dynamic programs over one chart layout: the best tree (argmax, also
+loss-augmented), the log-partition function (inside), the arc marginals
+(inside-outside), and the arc max-marginals (the best tree through each
+arc).  They serve every learner: a CRF needs ``inside_outside``, a
+max-margin learner needs ``eisner_argmax_augmented`` with a per-arc cost,
+a cascade's pruner ``max_marginals``.
 
 Parts convention
 ----------------
@@ -54,6 +56,7 @@ __all__ = [
     "eisner_argmax_augmented",
     "inside",
     "inside_outside",
+    "max_marginals",
     "tree_score",
 ]
 
@@ -111,6 +114,19 @@ def lse_pair_adjoint(a, i, b, j, lo, hi, off, value, g, ga, gb):
 # ---------------------------------------------------------------------------
 # Kernels
 # ---------------------------------------------------------------------------
+
+
+@numba.njit(cache=True, no_cpython_wrapper=True)
+def _max_pair_outside(a, i, b, j, lo, hi, off, o, oa, ob):
+    """Outside step of ``max_r a[i, r] + b[j, r + off]`` in max-plus: with ``o`` the best score of a tree
+    outside that item, each term's ``o`` plus the other half raises ``oa[i, r]`` and ``ob[j, r + off]``."""
+    for r in range(lo, hi):
+        x = o + b[j, r + off]
+        if x > oa[i, r]:
+            oa[i, r] = x
+        y = o + a[i, r]
+        if y > ob[j, r + off]:
+            ob[j, r + off] = y
 
 
 @numba.njit(cache=True, no_cpython_wrapper=True)
@@ -256,6 +272,58 @@ def _inside_outside_kernel(scores, single):
 
 
 @numba.njit(cache=True)
+def _max_marginals_kernel(scores, single):
+    """(best score, mm) with mm[h, m] = exp(best score of a tree with the arc h -> m - best score), in
+    [0, 1]: 1 on the arcs of a best tree, 0 where no tree with a finite score has the arc.
+
+    The outside pass mirrors :func:`_inside_outside_kernel`'s in max-plus: the outside value of an item is
+    the best score of the rest of a tree that uses it, so an arc's best tree scores I[h, m] plus the
+    outside value of I[h, m] (Rush and Petrov 2012 prune with these max-marginals).  No exponentials but
+    those of the result: about half the time of inside-outside.
+    """
+    n1 = scores.shape[0]
+    n = n1 - 1
+    C, CT, I, L = _charts(n1)
+    split_i = np.empty((n1, n1), dtype=np.int64)
+    split_c = np.empty((n1, n1), dtype=np.int64)
+    best = _fill(scores, single, True, C, CT, I, L, split_i, split_c)
+    mm = np.zeros((n1, n1))
+    if best == -np.inf:
+        return best, mm
+    # Outside value of C[h, e] is max(oC[h, e], oCT[e, h]) (two accumulators, both row-major).
+    oC = np.full((n1, n1), -np.inf)
+    oCT = np.full((n1, n1), -np.inf)
+    oI = np.full((n1, n1), -np.inf)
+    oC[0, n] = 0.0
+    for w in range(n, 0, -1):
+        for s in range(n1 - w):
+            t = s + w
+            # C[t, s] = max_r C[r, s] + I[t, r]
+            o = max(oC[t, s], oCT[s, t])
+            if o > -np.inf and C[t, s] > -np.inf:
+                _max_pair_outside(CT, s, I, t, s, t, 0, o, oCT, oI)
+            # C[s, t] = max_r I[s, r] + C[r, t]
+            o = max(oC[s, t], oCT[t, s])
+            if o > -np.inf and C[s, t] > -np.inf:
+                _max_pair_outside(I, s, CT, t, s + 1, t + 1, 0, o, oI, oCT)
+            # I[s, t] and I[t, s] both add an arc score to L[s, t].
+            o = oI[s, t] + scores[s, t]
+            if s > 0 and oI[t, s] + scores[t, s] > o:
+                o = oI[t, s] + scores[t, s]
+            if o > -np.inf and L[s, t] > -np.inf:
+                if single and s == 0:
+                    oC[t, 1] = max(oC[t, 1], o)
+                else:
+                    _max_pair_outside(C, s, C, t, s, t, 1, o, oC, oC)
+    for h in range(n1):
+        for m in range(1, n1):
+            v = I[h, m] + oI[h, m]
+            if h != m and v > -np.inf:
+                mm[h, m] = np.exp(min(v - best, 0.0))
+    return best, mm
+
+
+@numba.njit(cache=True)
 def _argmax_kernel(scores, single):
     """(best score, heads) by Eisner 1996 in the max-plus semiring.
 
@@ -375,6 +443,25 @@ def inside(scores: ArrayLike, root: str = "multi") -> float:
         root: "multi" or "single".
     """
     return float(_inside_kernel(*arc_inputs(scores, root)))
+
+
+def max_marginals(scores: ArrayLike, root: str = "multi") -> tuple[float, NDArray[np.float64]]:
+    """The best tree's score and each arc's max-marginal over projective trees, relative to it.
+
+    Args:
+        scores: (n + 1, n + 1) arc scores [head, modifier].
+        root: "multi" or "single".
+
+    Returns:
+        (best, mm): mm is (n + 1, n + 1) float64 with mm[h, m] = exp(s(h, m) - best), s(h, m) the
+        score of the best tree whose head of m is h: 1 on a best tree's arcs, 0 where no tree with a
+        finite score has the arc, column 0 and the diagonal 0.
+
+    Raises:
+        ValueError: invalid input, or every tree has score -inf.
+    """
+    best, mm = solve(_max_marginals_kernel, arc_inputs(scores, root), "; max-marginals are undefined")
+    return float(best), mm
 
 
 def inside_outside(

@@ -14,8 +14,9 @@ A model file is one ``.npz`` (numpy's zip of arrays, read with
 - ``grand_keys`` (uint64): also the grandparent templates' alphabet of a
   third-order parser (``order`` 3; their weights follow the sibling ones);
 - ``pruner_weights`` (float64, one per first-order feature): the first stage
-  of a pruned second- or third-order parser (a cascade; its ``threshold``
-  and ``top_k`` in the metadata's ``cascade``, :mod:`egnlp.parser.cascade`);
+  of a pruned second- or third-order parser (a cascade; its ``threshold``,
+  ``top_k`` and ``values`` in the metadata's ``cascade``, :mod:`egnlp.parser.cascade`;
+  files without ``values`` prune by marginals);
 - ``meta``: UTF-8 JSON bytes (uint8) with the format version, the model kind,
   the feature configuration, the tree space (and ``final_on_root``: whether
   final punctuation is decoded on the root's child), the labels, the dtype and shape
@@ -103,7 +104,7 @@ class Parser(NLTKBase):
     and over every arc when that leaves no tree; off, it always decodes every arc.
 
     ``pruner`` (second and third order; an :class:`~egnlp.parser.cascade.ArcPruner` over the same arc
-    features): the first stage of a cascade, whose first-order marginals keep each word's likeliest heads;
+    features): the first stage of a cascade, whose first-order max-marginals keep each word's likeliest heads;
     the higher-order charts decode over those arcs only (Koo and Collins 2010, Sec. 5); :meth:`kept_arcs`
     counts what it keeps of sentences with gold heads.
 
@@ -535,7 +536,8 @@ class Parser(NLTKBase):
             meta.update(order=3, grand_templates=GRAND_TEMPLATES_VERSION)
             arrays["grand_keys"] = self.grand.keys
         if self.pruner is not None:
-            meta["cascade"] = {"threshold": self.pruner.threshold, "top_k": self.pruner.top_k}
+            meta["cascade"] = {"threshold": self.pruner.threshold, "top_k": self.pruner.top_k,
+                               "values": self.pruner.values}
             arrays["pruner_weights"] = self.pruner.weights
         if self.labeler is not None:
             arrays.update(self.labeler.arrays())
@@ -595,7 +597,7 @@ class Parser(NLTKBase):
                                  f"this egnlp has {GRAND_TEMPLATES_VERSION!r}; retrain the model")
             cascade = meta.get("cascade")
             if cascade is not None and (order == 1 or not isinstance(cascade, dict)
-                                        or set(cascade) != {"threshold", "top_k"}):
+                                        or set(cascade) - {"values"} != {"threshold", "top_k"}):
                 raise ValueError(f"cascade {str(cascade)[:40]!r}")
             check_arrays({k: v for k, v in arrays.items() if not k.startswith("labeler_")},
                          {**ARRAYS, **(SIBLING_ARRAYS if order >= 2 else {}), **(GRAND_ARRAYS if order == 3 else {}),
@@ -618,11 +620,13 @@ class Parser(NLTKBase):
                 weights.flags.writeable = False
             pruner = None
             if cascade is not None:
-                from egnlp.parser.cascade import ArcPruner
+                from egnlp.parser.cascade import MARGINALS, ArcPruner
                 check_weights(arrays["pruner_weights"])
                 if type(cascade["top_k"]) is not int or not isinstance(cascade["threshold"], (int, float)):
                     raise ValueError(f"cascade {str(cascade)[:40]!r}")
-                pruner = ArcPruner(arrays["pruner_weights"], meta["root"], cascade["threshold"], cascade["top_k"])
+                # files written before max-marginals have no "values": their pruners compare marginals
+                pruner = ArcPruner(arrays["pruner_weights"], meta["root"], cascade["threshold"], cascade["top_k"],
+                                   cascade.get("values", MARGINALS))
             return cls(featurizer, weights, meta["root"], info, labeler, meta["tree"], tagger=tagger,
                        siblings=siblings, grand=grand, final_on_root=final_on_root, prune=prune, pruner=pruner)
         except (KeyError, ValueError, TypeError) as exc:

@@ -218,6 +218,8 @@ def test_cascade_trains_saves_loads_and_decodes_over_its_masks(order, es_train, 
     (saved, loaded, parsed the same; a file with a mangled cascade is refused)."""
     from egnlp.base.files import ModelError, read_npz, write_npz_atomic
     from egnlp.corpora import load_dataset
+    from egnlp.parser.cascade import prune_arcs
+    from egnlp.parser.eisner import inside_outside
     from egnlp.parser.parser_model import FORMAT_VERSION, MODEL_KIND, Parser
     from egnlp.parser_training import train_parser
 
@@ -244,9 +246,22 @@ def test_cascade_trains_saves_loads_and_decodes_over_its_masks(order, es_train, 
     parser.save(path)
     loaded = Parser.load(path)
     assert loaded.pruner.threshold == parser.pruner.threshold and loaded.predict(dev) == parser.predict(dev)
+    assert loaded.pruner.values == info["values"] == "max-marginals"
     arrays, meta = read_npz(path, MODEL_KIND, FORMAT_VERSION)
+    # a file written before max-marginals names no values: its pruner keeps what the marginals keep
+    old = {k: v for k, v in meta["cascade"].items() if k != "values"}
+    write_npz_atomic(tmp_path / "old.npz", arrays, {**meta, "cascade": old})
+    before = Parser.load(tmp_path / "old.npz").pruner
+    assert before.values == "marginals"
+    for mask, sentence in zip(before.masks(f, f.encode(dev)), dev):
+        try:  # the tag filter's arcs, or every arc where those hold no tree
+            mu = inside_outside(f.arc_scores(f.encode([sentence]), 0, before.weights, True), "single")[1]
+        except ValueError:
+            mu = inside_outside(f.arc_scores(f.encode([sentence]), 0, before.weights), "single")[1]
+        assert mask.tobytes() == prune_arcs(mu, before.threshold, before.top_k).tobytes()
     for bad_arrays, bad_meta in (({k: v for k, v in arrays.items() if k != "pruner_weights"}, meta),
                                  (arrays, {**meta, "cascade": {"threshold": 0.1}}),
+                                 (arrays, {**meta, "cascade": {**meta["cascade"], "values": "scores"}}),
                                  ({**arrays, "pruner_weights": arrays["pruner_weights"][:-1].copy()}, meta)):
         write_npz_atomic(tmp_path / "bad.npz", bad_arrays, bad_meta)
         with pytest.raises(ModelError):

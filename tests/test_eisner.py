@@ -21,6 +21,7 @@ from egnlp.parser.eisner import (
     eisner_argmax_augmented,
     inside,
     inside_outside,
+    max_marginals,
     tree_score,
 )
 
@@ -48,6 +49,7 @@ from tree_space_checks import (
     log_z_of,
     marginals_of,
     projective_trees,
+    tree_scores,
     random_scores,
     root_constraint_holds,
 )
@@ -65,6 +67,19 @@ def brute_marginals(scores: np.ndarray, root: str) -> np.ndarray:
 def brute_best(scores: np.ndarray, root: str) -> tuple[float, np.ndarray | None]:
     """(max tree score, the best tree if it beats the runner-up by 1e-9, else None)."""
     return best_of(scores, projective_trees(len(scores) - 1, root))
+
+
+def brute_max_marginals(scores: np.ndarray, root: str) -> tuple[float, np.ndarray]:
+    """(best tree score, exp(best score of a tree with h -> m - best score) for every arc), by enumeration."""
+    trees = projective_trees(len(scores) - 1, root)
+    totals = tree_scores(scores, trees)
+    best = float(totals.max())
+    mm = np.zeros_like(scores, dtype=np.float64)
+    for tree, total in zip(trees, totals):
+        if total > -np.inf:
+            for m in range(1, len(tree)):
+                mm[tree[m], m] = max(mm[tree[m], m], math.exp(total - best))
+    return best, mm
 
 
 def is_projective_tree(heads: np.ndarray, root: str) -> bool:
@@ -158,6 +173,46 @@ def test_forbidden_arcs_match_brute_force(root):
         assert tree_score(s, eisner_argmax(s, root)) == pytest.approx(brute_best(s, root)[0])
         checked += 1
     assert checked >= 3
+
+
+@pytest.mark.parametrize("root", ROOTS)
+@pytest.mark.parametrize("n", range(1, 7))
+def test_max_marginals_match_brute_force(n, root):
+    """The best tree through each arc, against every tree enumerated: random scores, and with forbidden
+    arcs (-inf) as a cascade's tag filter leaves them; near-ties and a huge common offset too."""
+    rng = np.random.default_rng(500 + 10 * n + len(root))
+    for trial in range(6):
+        s = random_scores(rng, n) if trial < 4 else large_scores(rng, n, "offset+" if trial == 4 else "uniform")
+        if trial in (2, 3):
+            s[rng.random(s.shape) < 0.4] = -np.inf
+            s[0, rng.integers(1, n + 1)] = 0.0
+        want_best, want = brute_max_marginals(s, root)
+        if want_best == -np.inf:
+            with pytest.raises(ValueError, match="max-marginals are undefined"):
+                max_marginals(s, root)
+            continue
+        best, mm = max_marginals(s, root)
+        assert best == pytest.approx(want_best, rel=1e-12, abs=1e-12)
+        np.testing.assert_allclose(mm, want, rtol=1e-9, atol=1e-12)
+        heads = eisner_argmax(s, root)  # a best tree's arcs have max-marginal 1
+        assert all(mm[heads[m], m] == pytest.approx(1.0, abs=1e-12) for m in range(1, n + 1))
+
+
+@pytest.mark.parametrize("root", ROOTS)
+def test_max_marginals_of_a_long_sentence(root):
+    """n = 150 with scores up to 1e3: finite, in [0, 1], 1 on the best tree's arcs, and the best tree
+    through an arc never beats the best tree; the same best score as the argmax."""
+    n = 150
+    rng = np.random.default_rng(151)
+    s = rng.uniform(-1e3, 1e3, size=(n + 1, n + 1))
+    best, mm = max_marginals(s, root)
+    heads = eisner_argmax(s, root)
+    assert best == pytest.approx(tree_score(s, heads), rel=1e-12)
+    assert np.isfinite(mm).all() and (mm >= 0).all() and (mm <= 1).all()
+    assert all(mm[heads[m], m] == pytest.approx(1.0, abs=1e-9) for m in range(1, n + 1))
+    assert (mm[:, 0] == 0).all() and (np.diag(mm) == 0).all()
+    zero = max_marginals(np.zeros((n + 1, n + 1)), root)[1]  # every tree ties, and every arc is in one
+    assert ((zero[:, 1:] == 1.0) | np.eye(n + 1, dtype=bool)[:, 1:]).all()
 
 
 @pytest.mark.parametrize("root", ROOTS)
