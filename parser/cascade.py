@@ -166,8 +166,7 @@ def check_keep(keep: ArrayLike | None, size: int) -> tuple[NDArray[np.uint8], ND
 
 
 #: The thresholds :func:`choose_threshold` tries, the most pruning first.
-THRESHOLDS = (0.3, 0.2, 0.1, 0.07, 0.05, 0.03, 0.02, 0.01, 0.007, 0.005, 0.003, 0.002, 0.001, 0.0005, 0.0003,
-              0.0001)
+THRESHOLDS = (0.3, 0.1, 0.03, 0.01, 0.003, 0.001, 0.0003, 0.0001)
 
 
 #: The arc values a pruner compares: max-marginals (what a cascade trains with) or marginals (files before).
