@@ -36,7 +36,7 @@ from egnlp.features.kept_parts import kept_heads
 
 
 def prune_arcs(mu: ArrayLike, threshold: float, top_k: int, gold: ArrayLike | None = None) -> NDArray[np.uint8]:
-    """The kept arcs of first-order arc marginals ``mu`` ((n + 1, n + 1), [head, modifier]): (n + 1, n + 1)
+    """The kept arcs of first-order arc (max-)marginals ``mu`` ((n + 1, n + 1), [head, modifier]): (n + 1, n + 1)
     uint8, 1 where ``mu[h, m] >= threshold * max_h' mu[h', m]`` and h is among the ``top_k`` best heads of m
     (ties by the smaller head), the best head always.  ``gold`` (heads of words 1..n, optional): those arcs
     are kept as well."""
@@ -267,7 +267,7 @@ def _mask(arc, keep):
 def choose_threshold(marginals: Sequence[np.ndarray], gold: Sequence, top_k: int, recall: float,
                      thresholds: Sequence[float] = THRESHOLDS) -> tuple[float, list[dict]]:
     """The largest of ``thresholds`` whose masks (with ``top_k``) keep at least ``recall`` of the gold arcs of
-    the sentences whose first-order arc marginals are ``marginals``, or when no threshold does (``top_k``
+    the sentences whose first-order arc (max-)marginals are ``marginals``, or when no threshold does (``top_k``
     bounds the recall), the largest with the best recall of all; and a row per threshold tried: threshold,
     recall, kept (the share of possible arcs kept)."""
     rows = []
