@@ -225,15 +225,16 @@ class ParserSettings:
     parts: str = option("arcs", "--parts", "The parts the model scores: arcs (first order, McDonald et al. 2005), "
                         "siblings (second order: arcs and sibling parts, McDonald and Pereira 2006) or grandparents "
                         "(third order: arcs, siblings and grandparent parts, Koo and Collins 2010; the most accurate, "
-                        "about 4x the training time and 3x the parsing time of arcs, with the cascade).",
+                        "about 4x the training time and 2.5x the parsing time of arcs, with the cascade).",
                         choices=PARTS)
     cascade: bool | None = option(None, "--cascade/--no-cascade", "Coarse-to-fine pruning of a second- or "
                                   "third-order model (Koo and Collins 2010, Sec. 5; Rush and Petrov 2012): a "
                                   "first-order model, trained first, keeps each word's likeliest heads; the "
                                   "higher-order model trains and parses over those arcs only.",
                                   shown="on with --parts siblings or grandparents")
-    # 20: the recall sought is reached on the tuning splits (es 99.52% keeping 21.7% of the arcs, pt_bosque
-    # 99.75% keeping 18.9%); 6 capped it below (es 95.50%, pt_bosque 98.10%) and lost es 0.45 UAS.
+    # 20: the recall sought is reached on the tuning splits (max-marginals: es 99.55% keeping 30.5% of the arcs,
+    # pt_bosque 99.60% keeping 17.4%); 10 caps it below on es (98.32%), and 6 (marginals: es 95.50%, pt_bosque
+    # 98.10%) lost es 0.45 UAS.
     cascade_top_k: int = option(20, "--cascade-top-k", "With --cascade: heads kept per word at most.")
     cascade_passes: int | None = option(None, "--cascade-passes", "With --cascade: the first-order pruner's pass "
                                         "limit (it only ranks each word's heads; --passes is the model's).",
