@@ -45,7 +45,7 @@ from egnlp.features.arc_parts import checked_vector, pair_classes
 from egnlp.features.kept_parts import KeptParts
 from egnlp.features.arc_templates import CPOS, POS, WORD, EncodedCorpus, dirdist_slot
 from egnlp.features.siblings import (LayeredPartFeatures, PartAlphabet, SiblingPartFeatures, alphabet_id,
-                                     pair_row_keys, row_class_weights, triple_class_keys)
+                                     pair_row_keys, row_class_weights, row_ids_of, triple_class_keys)
 
 #: Version of the grandparent template set, saved with third-order models and checked on load.
 GRAND_TEMPLATES_VERSION = "koo2010-grandparents-v1"
@@ -132,8 +132,7 @@ def _compile(atoms, base, n, table_keys, table_vals, keep):
         for m in range(1, size):
             if g != m and needed[g, m]:
                 _row_keys(atoms, base, g, m, keys)
-                for j in range(N_ROW_KEYS):
-                    row_ids[g * size + m, j] = alphabet_id(table_keys, table_vals, keys[j])
+                row_ids_of(table_keys, table_vals, keys, row_ids[g * size + m])
     # classes of (grandparent tag, head tag, modifier tag, directions), over sentence-local tag numbers
     tag = np.empty(size, dtype=np.int64)
     nt = pair_classes(atoms[base: base + size, POS].copy(), atoms[base: base + size, CPOS].copy(), tag)
@@ -215,8 +214,7 @@ def _compile_kept(atoms, base, n, table_keys, table_vals, keep, hptr, hidx, goff
                     if not done[row]:
                         done[row] = 1
                         _row_keys(atoms, base, g, m, keys)
-                        for k in range(N_ROW_KEYS):
-                            row_ids[row, k] = alphabet_id(table_keys, table_vals, keys[k])
+                        row_ids_of(table_keys, table_vals, keys, row_ids[row])
                     at = ((tag[g] * nt + tag[h]) * nt + tag[m]) * 4 + _directions(g, h, m)
                     if memo[at] < 0:
                         _class_keys(atoms, base, g, h, m, ckeys)

@@ -160,6 +160,18 @@ def alphabet_id(table_keys, table_vals, key):
 
 
 @njit(cache=True)
+def row_ids_of(table_keys, table_vals, keys, out):
+    """out[j] = the id of each key of a row (:func:`pair_row_keys`: each template alone, then in the slot),
+    -1 where the alphabet has none.  A template's key in the slot is looked up only when its key alone is
+    there: an alphabet holds the keys of gold parts (:meth:`PartAlphabet.fit`), and a gold part gives
+    both, so the pairs of words no gold part joined cost one lookup, not two."""
+    for j in range(0, keys.shape[0], 2):
+        alone = alphabet_id(table_keys, table_vals, keys[j])
+        out[j] = alone
+        out[j + 1] = alphabet_id(table_keys, table_vals, keys[j + 1]) if alone >= 0 else -1
+
+
+@njit(cache=True)
 def _compile(atoms, base, n, table_keys, table_vals, keep, compact, n_out):
     """The ids of the parts of the arcs [head, modifier] that ``keep`` (size, size) uint8 keeps (every arc for
     training); the rows of the others keep -1, and so do their parts, or with ``compact`` they have none
@@ -180,14 +192,12 @@ def _compile(atoms, base, n, table_keys, table_vals, keep, compact, n_out):
         for m in range(1, size):
             if abs(s - m) >= 1 and needed[s, m]:
                 _row_keys(atoms, base, s, m, dirdist_slot(s, m), keys)
-                for j in range(N_ROW_KEYS):
-                    row_ids[s * size + m, j] = alphabet_id(table_keys, table_vals, keys[j])
+                row_ids_of(table_keys, table_vals, keys, row_ids[s * size + m])
     for h in range(size):  # rows without a sibling
         for m in range(1, size):
             if m != h and keep[h, m]:
                 _row_keys(atoms, base, -1, m, dirdist_slot(h, m), keys)
-                for j in range(N_ROW_KEYS):
-                    row_ids[size * size + h * size + m, j] = alphabet_id(table_keys, table_vals, keys[j])
+                row_ids_of(table_keys, table_vals, keys, row_ids[size * size + h * size + m])
     # classes of (head tag, sibling tag, modifier tag, slot): sentence-local tag numbers, the sibling's
     # n_tags when there is none
     tag = np.empty(size, dtype=np.int64)
