@@ -320,14 +320,43 @@ def _scatter_ids(ids, coef, target):
                     target[fid] += c
 
 
-def rows_delta(buf, row_ids, row_coef, class_ids, class_coef, w):
+@njit(cache=True)
+def _mark_ids(ids, coef, seen, out, c):
+    """Append to ``out`` from c the ids (not -1) of the rows of ``ids`` whose coefficient is not 0 and that
+    ``seen`` has not marked, marking them; return the new count."""
+    for r in range(ids.shape[0]):
+        if coef[r] != 0.0:
+            for j in range(ids.shape[1]):
+                fid = ids[r, j]
+                if fid >= 0 and not seen[fid]:
+                    seen[fid] = 1
+                    out[c] = fid
+                    c += 1
+    return c
+
+
+@njit(cache=True)
+def touched_ids(row_ids, row_coef, class_ids, class_coef, seen):
+    """The ids of the rows and classes whose coefficient is not 0, each once, in increasing order (int64);
+    ``seen``: a zero uint8 vector with a place for every id, zero again on return."""
+    room = row_ids.shape[1] * np.count_nonzero(row_coef) + class_ids.shape[1] * np.count_nonzero(class_coef)
+    out = np.empty(room, dtype=np.int64)
+    c = _mark_ids(class_ids, class_coef, seen, out, _mark_ids(row_ids, row_coef, seen, out, 0))
+    out = np.sort(out[:c])
+    for j in range(c):
+        seen[out[j]] = 0
+    return out
+
+
+def rows_delta(buf, row_ids, row_coef, class_ids, class_coef, w, seen):
     """The sparse change ``(ids, vals, w . delta, ||delta||^2)`` of coefficients summed per row and
     class (a part's features are its row's ids and its class's); ``buf`` is a zero vector as long as
-    ``w``, zero again on return."""
+    ``w``, zero again on return, and so is ``seen`` (uint8, the same length).  The ids
+    increase, as NumPy's ``unique`` of the touched ids gives them (the sums the same bits), found by one
+    kernel: es training with grandparent parts spent 8.5 s of 248 in ``unique`` (cProfile)."""
     _scatter_ids(row_ids, row_coef, buf)
     _scatter_ids(class_ids, class_coef, buf)
-    ids = np.concatenate([row_ids[row_coef != 0.0].ravel(), class_ids[class_coef != 0.0].ravel()])
-    ids = np.unique(ids[ids >= 0]).astype(np.int64)
+    ids = touched_ids(row_ids, row_coef, class_ids, class_coef, seen)
     vals = buf[ids]
     buf[ids] = 0.0
     keep = vals != 0.0
@@ -417,6 +446,7 @@ class LayeredPartFeatures(PartRanges):
     n_lower: int
     n_features: int
     _buf: np.ndarray | None = None
+    _seen: np.ndarray | None = None
 
     def scatter(self, lo: int, hi: int, coef: np.ndarray, target: np.ndarray) -> None:
         """``target += sum_r coef[r - lo] phi(r)`` over the parts ``lo:hi`` (whole sentences)."""
@@ -445,8 +475,9 @@ class LayeredPartFeatures(PartRanges):
         l_ids, l_vals, l_dot, l_sq = self.lower.sparse_delta(llo, lhi, lower_coef, w[:self.n_lower])
         if self._buf is None:
             self._buf = np.zeros(max(self.n_features - self.n_lower, 1))
+            self._seen = np.zeros(self._buf.shape[0], dtype=np.uint8)
         u_ids, u_vals, u_dot, u_sq = rows_delta(self._buf, ids.row_ids, row_coef, ids.class_ids, class_coef,
-                                                w[self.n_lower:])
+                                                w[self.n_lower:], self._seen)
         return (np.concatenate([l_ids, u_ids + self.n_lower]), np.concatenate([l_vals, u_vals]),
                 l_dot + u_dot, l_sq + u_sq)
 

@@ -14,7 +14,7 @@ from egnlp.parser_training import (DEV_CACHE_BYTES, FEATURE_CACHE_BYTES, build_p
 from egnlp.corpora import load_dataset, write_conll
 from egnlp.features.arc_parts import CacheBudget
 from egnlp.features.arc_templates import dirdist_slot
-from egnlp.features.siblings import _NONE, _T0
+from egnlp.features.siblings import _NONE, _T0, rows_delta
 from egnlp.parser.eisner_siblings import n_sibling_parts, sibling_argmax, sibling_indicator, sibling_offsets, tree_parts
 from egnlp.parser.parsing_problem import sibling_loss
 
@@ -61,6 +61,42 @@ def test_scores_scatter_and_sparse_delta_agree(es_train):
     """scatter is the transpose of scores, sparse_delta the scatter of one sentence as a sparse vector; the
     gold tree's score is w . phi(gold)."""
     check_feature_set(_problem(es_train[:12])[1], np.random.default_rng(3))
+
+
+def _unique_rows_delta(buf, row_ids, row_coef, class_ids, class_coef, w):
+    """rows_delta as NumPy's unique of the touched ids gives it (the reference)."""
+    for ids, coef in ((row_ids, row_coef), (class_ids, class_coef)):
+        for r in np.flatnonzero(coef):
+            for fid in ids[r][ids[r] >= 0]:
+                buf[fid] += coef[r]
+    ids = np.concatenate([row_ids[row_coef != 0.0].ravel(), class_ids[class_coef != 0.0].ravel()])
+    ids = np.unique(ids[ids >= 0]).astype(np.int64)
+    vals = buf[ids]
+    buf[ids] = 0.0
+    ids, vals = ids[vals != 0.0], vals[vals != 0.0]
+    return ids, vals, float(w[ids] @ vals), float(vals @ vals)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_rows_delta_is_the_unique_of_the_touched_ids(seed):
+    """The ids each once and increasing, values that cancel to 0 dropped, the sums the same bits as through
+    NumPy's unique; both scratch vectors zero again."""
+    rng = np.random.default_rng(seed)
+    n = 60
+    row_ids = rng.integers(-1, n, size=(40, 10)).astype(np.int32)
+    class_ids = rng.integers(-1, n, size=(7, 4)).astype(np.int32)
+    row_coef = np.where(rng.random(40) < 0.5, 0.0, rng.choice([-1.0, 1.0, 0.25], size=40))
+    class_coef = np.where(rng.random(7) < 0.3, 0.0, rng.normal(size=7))
+    row_ids[1], row_coef[1], row_coef[2] = row_ids[2], 1.0, -1.0  # two rows that cancel
+    w = rng.normal(size=n)
+    buf, seen = np.zeros(n), np.zeros(n, dtype=np.uint8)
+    got = rows_delta(buf, row_ids, row_coef, class_ids, class_coef, w, seen)
+    want = _unique_rows_delta(np.zeros(n), row_ids, row_coef, class_ids, class_coef, w)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[0].dtype == np.int64 and np.all(np.diff(got[0]) > 0)
+    np.testing.assert_array_equal(got[1], want[1])
+    assert got[2:] == want[2:]
+    assert not buf.any() and not seen.any()
 
 
 def test_gold_and_loss_count_words_and_wrong_heads(es_train):
