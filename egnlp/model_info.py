@@ -317,6 +317,18 @@ def format_info(info: dict[str, Any]) -> str:
                                     for name, stage in info["stages"].items())
 
 
+def cascade_line(record: dict[str, Any]) -> str:
+    """The line ``egnlp model info`` shows for a parser's cascade, from its training record (the model's
+    ``info["cascade"]``): also what ``parser train`` says once the pruner is trained."""
+    return _cascade(_cascade_part(record))
+
+
+def tree_choice_line(record: dict[str, Any]) -> str:
+    """The line ``egnlp model info`` shows for ``--tree auto``'s measurement, from its training record (the
+    model's ``info["tree_choice"]``)."""
+    return _tree_choice({**record, "uas": _dict(record.get("uas"))})
+
+
 def _tree_choice(choice: dict[str, Any]) -> str:
     """The line of ``--tree auto``'s measurement: the space chosen and the UAS of both on the held-out tenth."""
     uas = choice["uas"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from typing import Any, Sequence
 
 import numpy as np
@@ -28,6 +29,7 @@ from egnlp.features.arc_parts import ArcPartFeatures, CacheBudget
 from egnlp.features.grandparents import GrandFeaturizer, GrandPartFeatures
 from egnlp.features.hashing import KeyTable
 from egnlp.features.siblings import SiblingFeaturizer, SiblingPartFeatures
+from egnlp.model_info import cascade_line, tree_choice_line
 from egnlp.parser.cascade import ArcPruner, choose_threshold, count_kept
 from egnlp.parser.eisner_grandparents import grand_argmax
 from egnlp.parser.eisner_siblings import n_sibling_parts, sibling_argmax
@@ -266,6 +268,16 @@ class TreeChoice:
         return cls(root, tree, choose_final_on_root(settings.final_on_root, train, root, higher))
 
 
+# What ``train_parser`` tells of a stage that runs besides the trainer's passes: on_stage(name, text), a
+# line saying what the stage does as it starts or what it found as it ends (``parser train`` prints it).
+StageNote = Callable[[str, str], None]
+
+
+def _say(on_stage: StageNote | None, name: str, text: str) -> None:
+    if on_stage is not None:
+        on_stage(name, text)
+
+
 def tuning_cut(n: int) -> int:
     """How many of ``n`` training sentences the held-out tuning models train on: all but the last tenth
     (all of them below 10 sentences)."""
@@ -274,7 +286,7 @@ def tuning_cut(n: int) -> int:
 
 def measure_tree(train: Sequence[Sentence], settings: ParserSettings, space: TreeChoice,
                  featurizer: ArcFeaturizer | None = None, pruner: ArcPruner | None = None,
-                 keep: Sequence[np.ndarray] | None = None) -> tuple[str, dict]:
+                 keep: Sequence[np.ndarray] | None = None, on_stage: StageNote | None = None) -> tuple[str, dict]:
     """``--tree auto`` by measurement: the settings' model (its order, trainer and features; no dev set, no
     early stop) trained on the first nine tenths of ``train`` decodes the last tenth both ways, and the
     space with the higher UAS there wins, projective on a tie.  One model is trained in each space, as
@@ -289,12 +301,15 @@ def measure_tree(train: Sequence[Sentence], settings: ParserSettings, space: Tre
     stage (trained on the same nine tenths) and the masks of every training sentence; the tenth is decoded
     over the pruner's masks, without its gold arcs.  Without a featurizer the features are fitted on the
     nine tenths.  Returns the tree space and what the model records: both UAS, the sentences and the CPU
-    seconds."""
+    seconds; ``on_stage`` (:data:`StageNote`) hears of the measurement as it starts (``tree``) and of its
+    result (``tree_choice``)."""
     start = time.process_time()
     cut = tuning_cut(len(train))
     tune = train[cut:]
     if not tune:
         return PROJECTIVE, {"chosen": PROJECTIVE, "tuning_sentences": 0, "seconds": 0.0}
+    _say(on_stage, "tree", f"--tree auto: a model trained in each tree space on the first {cut:,} sentences, "
+                           f"each decoding the last {len(tune):,}")
     sub = dataclasses.replace(settings, tree=PROJECTIVE, patience=None, C_path=None, max_seconds=None,
                               cache_mb=None)
     spec, config = sub.spec, sub.trainer_configs()[0]
@@ -315,8 +330,9 @@ def measure_tree(train: Sequence[Sentence], settings: ParserSettings, space: Tre
         scores[tree] = uas_scorer(fitted, tune, space.root, tree, siblings, jobs=jobs, grand=grand,
                                   final_on_root=space.final_on_root, pruner=pruner)(weights)
     chosen = NON_PROJECTIVE if scores[NON_PROJECTIVE] > scores[PROJECTIVE] else PROJECTIVE
-    return chosen, {"chosen": chosen, "tuning_sentences": len(tune), "uas": scores,
-                    "seconds": time.process_time() - start}
+    info = {"chosen": chosen, "tuning_sentences": len(tune), "uas": scores, "seconds": time.process_time() - start}
+    _say(on_stage, "tree_choice", tree_choice_line(info))
+    return chosen, info
 
 
 @dataclasses.dataclass
@@ -338,7 +354,7 @@ class ArcRun:
 def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = None,
                  settings: ParserSettings | None = None, *, callbacks: Sequence[Callback] = (),
                  state: dict | None = None, data: str | None = None, on_point=None, client: Any = None,
-                 **options: Any) -> tuple[Parser, TrainResult]:
+                 on_stage: StageNote | None = None, **options: Any) -> tuple[Parser, TrainResult]:
     """Train a parser on ``train`` (sentences with heads) and its arc labeler when the sentences carry labels.
 
     ``settings`` (a :class:`~egnlp.settings.ParserSettings`; its fields also as keyword ``options``, and
@@ -356,7 +372,9 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     :class:`~egnlp.training.records.BestPass` among the ``callbacks``), Ctrl-C raises
     :class:`~egnlp.training.records.TrainingInterrupted` carrying the parser of the best pass so far.
     The model's ``info`` records the training data (``data`` names it), the settings and the trainer's
-    config (``egnlp model info`` prints them).
+    config (``egnlp model info`` prints them).  ``on_stage`` (:data:`StageNote`) hears of the stages that
+    run besides the trainer's passes, which the ``callbacks`` see: a cascade's pruner, ``--tree auto``'s
+    measurement, the labeler.
 
     Raises:
         SettingsError: settings that do not go together, or that the data rule out.
@@ -369,9 +387,9 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     space = TreeChoice.of(train, settings)
     callbacks = (*([BestPass()] if settings.save_on_interrupt else []), *callbacks)
     if settings.dask:
-        arcs = _train_arcs_on_dask(train, dev, settings, space, callbacks, state, client)
+        arcs = _train_arcs_on_dask(train, dev, settings, space, callbacks, state, client, on_stage)
     else:
-        arcs = _train_arcs(train, dev, settings, space, callbacks, state, on_point)
+        arcs = _train_arcs(train, dev, settings, space, callbacks, state, on_point, on_stage)
     result = arcs.result
     if settings.labels and has_labels(train) and result.state:
         # the trainer's state goes before the labeler trains, from the arcs' run too (es: the peak of the
@@ -381,6 +399,9 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     labeler, labeler_info, interrupted = None, {}, arcs.interrupted
     if interrupted is None:
         try:
+            if settings.labels and has_labels(train):
+                _say(on_stage, "labeler", f"arc labeler: maxent over the {sum(map(len, train)):,} training arcs, "
+                                          f"{LABELER_PASSES} passes of coordinate descent at most")
             with interrupts_between_passes():  # Ctrl-C stops the labeler between its passes, never in a kernel
                 labeler = labeler_for(arcs.featurizer, train, settings.labels, labeler_info)
         except KeyboardInterrupt:  # the arcs are trained: keep the best pass when asked to
@@ -401,7 +422,8 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
 
 
 def _train_arcs(train: Sequence[Sentence], dev: Sequence[Sentence] | None, settings: ParserSettings,
-                space: TreeChoice, callbacks: Sequence[Callback], state: dict | None, on_point) -> ArcRun:
+                space: TreeChoice, callbacks: Sequence[Callback], state: dict | None, on_point,
+                on_stage: StageNote | None = None) -> ArcRun:
     """The arcs trained in this process: one run or a path of C values."""
     spec, configs = settings.spec, settings.trainer_configs()
     budget = cache_budget(spec.name, settings.cache_mb, has_dev=bool(dev))
@@ -410,11 +432,11 @@ def _train_arcs(train: Sequence[Sentence], dev: Sequence[Sentence] | None, setti
     if settings.cascaded:
         featurizer = ArcFeaturizer.for_corpus(train, settings.feature_mode, settings.hash_bits, settings.tags)
         featurizer.fit(featurizer.encode(train), [s.heads for s in train])
-        pruner, keep, cascade_info = train_pruner(featurizer, train, settings, space.root)
+        pruner, keep, cascade_info = train_pruner(featurizer, train, settings, space.root, on_stage)
         release_freed_memory()  # the pruner's problem, before the model's
     tree_info = None
     if space.tree == AUTO:
-        tree, tree_info = measure_tree(train, settings, space, featurizer, pruner, keep)
+        tree, tree_info = measure_tree(train, settings, space, featurizer, pruner, keep, on_stage)
         space = dataclasses.replace(space, tree=tree)
     featurizer, problem, seconds = build_parsing_problem(
         train, space.root, settings.feature_mode, settings.hash_bits, settings.tags, space.tree, featurizer,
@@ -451,8 +473,8 @@ def _train_arcs(train: Sequence[Sentence], dev: Sequence[Sentence] | None, setti
     return run
 
 
-def train_pruner(featurizer: ArcFeaturizer, train: Sequence[Sentence], settings: ParserSettings, root: str
-                 ) -> tuple[ArcPruner, list[np.ndarray], dict]:
+def train_pruner(featurizer: ArcFeaturizer, train: Sequence[Sentence], settings: ParserSettings, root: str,
+                 on_stage: StageNote | None = None) -> tuple[ArcPruner, list[np.ndarray], dict]:
     """A cascade's first stage (Koo and Collins 2010, Sec. 5; pruning by max-marginals, Rush and Petrov
     2012): a first-order projective model over the fitted
     arc features ``featurizer``, trained as the settings' first-order parser would be (``cascade_passes``
@@ -462,12 +484,17 @@ def train_pruner(featurizer: ArcFeaturizer, train: Sequence[Sentence], settings:
     with ``cascade_top_k`` heads per word at most (:func:`~egnlp.parser.cascade.choose_threshold`).  Also the
     masks of every training sentence, the gold arcs added, and what the model records: the threshold, the
     rows tried, and the first stage's recall (gold arcs kept without that help) and kept share of the
-    training sentences."""
+    training sentences.  ``on_stage`` (:data:`StageNote`) hears of the pruner as it starts (``pruner``)
+    and of the threshold chosen (``cascade``)."""
     start = time.process_time()
     cut = tuning_cut(len(train))
     first = dataclasses.replace(settings, parts="arcs", cascade=False, patience=None,
                                 C_path=None, max_seconds=None, max_passes=settings.cascade_passes)
     spec, config = first.spec, first.trainer_configs()[0]
+    passes = getattr(config, "max_passes", None)
+    _say(on_stage, "pruner", f"cascade: a first-order pruner trained on the first {cut:,} sentences"
+                             + (f" ({passes} passes)" if passes else "")
+                             + f", its threshold chosen on the last {len(train) - cut:,}")
     if getattr(config, "evaluate", False):  # the pruner's objectives are never read: not computed (BCFW)
         config = dataclasses.replace(config, evaluate=False)
     _, problem, _ = build_parsing_problem(train[:cut], root, tree=PROJECTIVE, featurizer=featurizer)
@@ -488,11 +515,13 @@ def train_pruner(featurizer: ArcFeaturizer, train: Sequence[Sentence], settings:
             "tuning_sentences": len(tune),
             "tuning": rows, "train_recall": counts.recall, "train_kept": counts.kept_share,
             "seconds": time.process_time() - start}
+    _say(on_stage, "cascade", f"cascade: {cascade_line(info)}; {info['seconds']:.1f} CPU s")
     return pruner, keep, info
 
 
 def _train_arcs_on_dask(train: Sequence[Sentence], dev: Sequence[Sentence] | None, settings: ParserSettings,
-                        space: TreeChoice, callbacks: Sequence[Callback], state: dict | None, client: Any) -> ArcRun:
+                        space: TreeChoice, callbacks: Sequence[Callback], state: dict | None, client: Any,
+                        on_stage: StageNote | None = None) -> ArcRun:
     """The arcs trained by CoCoA+ on a Dask cluster (:mod:`egnlp.distributed`): the features fitted here and
     shipped, one EG state per shard on the workers."""
     from contextlib import nullcontext
@@ -502,7 +531,7 @@ def _train_arcs_on_dask(train: Sequence[Sentence], dev: Sequence[Sentence] | Non
     config = settings.trainer_configs()[0]
     tree_info = None
     if space.tree == AUTO:
-        tree, tree_info = measure_tree(train, settings, space)
+        tree, tree_info = measure_tree(train, settings, space, on_stage=on_stage)
         space = dataclasses.replace(space, tree=tree)
     featurizer, _, seconds = build_parsing_problem(train, space.root, settings.feature_mode, settings.hash_bits,
                                                    settings.tags, space.tree)

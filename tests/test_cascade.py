@@ -223,10 +223,19 @@ def test_cascade_trains_saves_loads_and_decodes_over_its_masks(order, es_train, 
     from egnlp.parser.parser_model import FORMAT_VERSION, MODEL_KIND, Parser
     from egnlp.parser_training import train_parser
 
+    from egnlp.model_info import cascade_line
+
     train = [s for s in es_train if len(s) <= 25][:60]
     dev = load_dataset("es", "dev")[:12]
-    parser, _ = train_parser(train, root="single", max_passes=2, cascade_top_k=4, parts=order)
+    stages: list[tuple[str, str]] = []
+    parser, _ = train_parser(train, root="single", max_passes=2, cascade_top_k=4, parts=order,
+                             on_stage=lambda name, text: stages.append((name, text)))
     info = parser.info["cascade"]
+    # what parser train prints of the stages besides the passes: the pruner, its threshold, the labeler
+    assert [name for name, _ in stages] == ["pruner", "cascade", "labeler"]
+    assert "first 54 sentences" in stages[0][1] and "the last 6" in stages[0][1]
+    assert stages[1][1] == f"cascade: {cascade_line(info)}; {info['seconds']:.1f} CPU s"
+    assert f"over the {sum(map(len, train)):,} training arcs" in stages[2][1]
     assert parser.pruner is not None and parser.pruner.top_k == 4
     assert info["threshold"] == parser.pruner.threshold and info["tuning_sentences"] == 6
     assert 0.0 < info["train_kept"] < 1.0 and 0.0 < info["train_recall"] <= 1.0

@@ -495,8 +495,15 @@ def test_tree_space_auto_measures_both_spaces_and_the_model_keeps_the_better(fil
     assert f"{model.tree} trees, labeled" in result.stderr and choice["tuning_sentences"] == 15
     shown = run("model", "info", out)
     assert_ok(shown)
-    assert (f"{model.tree} by --tree auto: UAS on the training file's last tenth (15 sentences) projective "
-            f"{uas['projective']:.2f}, non-projective {uas['non-projective']:.2f}") in shown.stdout
+    said = (f"{model.tree} by --tree auto: UAS on the training file's last tenth (15 sentences) projective "
+            f"{uas['projective']:.2f}, non-projective {uas['non-projective']:.2f}")
+    assert said in shown.stdout
+    # the measurement's lines come before the pass table, the labeler's after its last pass
+    lines = result.stderr.splitlines()
+    at = {key: next(i for i, line in enumerate(lines) if line.startswith(key))
+          for key in ("--tree auto: a model trained in each tree space", said, "pass ", f"{PASSES:>4} ",
+                      "arc labeler: maxent")}
+    assert list(at.values()) == sorted(at.values())
     crossing = run("parser", "train", "--train", files["train"], "--out", out, "--passes", PASSES, "--tree",
                    "non-projective")
     assert_ok(crossing)

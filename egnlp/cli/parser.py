@@ -63,7 +63,7 @@ def parser_train(out: ModelOut, data: DataOption = None, train: TrainOption = No
     with saved_on_interrupt(out, settings.save_on_interrupt), _progress(settings, quiet) as (callbacks, on_point), \
             _cluster(dask, settings.workers) as client:
         model, result = train_parser(sets.train, sets.dev, settings, callbacks=callbacks, on_point=on_point,
-                                     data=data, client=client)
+                                     data=data, client=client, on_stage=lambda _, text: note(text, quiet))
         model.save(out)
     _report_training(model, result, out, sets, time.perf_counter() - start, quiet, as_json)
 
@@ -214,7 +214,7 @@ def _progress(settings: ParserSettings, quiet: bool):
         config = settings.trainer_configs()[0]
         label = f"trainer {settings.trainer_name}" + (f", C={settings.C:g}" if settings.C is not None else "")
         with TrainingProgress(label, has_dual=settings.spec.has_dual, max_passes=getattr(config, "max_passes", None),
-                              quiet=quiet) as progress:
+                              quiet=quiet, header_with_first=True) as progress:  # after the lines of the stages before
             yield [progress], None
 
     return shown()
