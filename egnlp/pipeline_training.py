@@ -214,9 +214,10 @@ def train_pipeline(train: Sequence[Sentence], dev: Sequence[Sentence] | None = N
     ``stages``: those of :data:`STAGES` to train (a multiword expander only where the file has ranges, a
     lemmatizer only where it has lemmas). ``folds``: the jackknifing of the parser's training columns (0:
     the gold columns). ``on_stage(name, description[, progress])`` is called as each stage starts and
-    returns the callbacks of its trainer (progress, say). ``language`` is the text's language (Punkt's
-    abbreviations). The pipeline's ``info`` records each stage's training CPU seconds, the columns and the
-    folds.
+    returns the callbacks of its trainer (progress, say); ``progress`` False: a stage without passes,
+    None: a line of the stage under way (what the parser says of its cascade and labeler). ``language`` is
+    the text's language (Punkt's abbreviations). The pipeline's ``info`` records each stage's training CPU
+    seconds, the columns and the folds.
 
     Raises:
         InputError: no training sentences, or no tag column (:func:`pipeline_columns`).
@@ -286,7 +287,9 @@ def train_pipeline(train: Sequence[Sentence], dev: Sequence[Sentence] | None = N
             (_blanked(dev, keep) if dev else None)
         tags = _PARSER_TAGS[frozenset(filled & {"upos", "pos"})]
         settings = ParserSettings.build(parser_settings or PIPELINE_PARSER, tags=tags)
-        parser, _ = train_parser(parser_train, parser_dev, settings, callbacks=begin("parser", "parser"), data=data)
+        callbacks = begin("parser", "parser")
+        lines = None if on_stage is None else (lambda _, text: on_stage("parser", f"  {text}", None))
+        parser, _ = train_parser(parser_train, parser_dev, settings, callbacks=callbacks, data=data, on_stage=lines)
         end("parser")
     info: dict[str, Any] = {"data": data, "columns": [COLUMN_NAMES[c] for c in columns],
                             "sentences": len(train), "train_cpu_seconds": seconds, "stages": list(stages),

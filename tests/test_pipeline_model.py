@@ -185,6 +185,12 @@ def test_cli_trains_runs_and_refuses(nl: Pipeline, tmp_path: Path) -> None:
     assert "[1/6] tokenizer" in trained.stderr and "[2/6] UPOS tagger" in trained.stderr
     assert "[3/6] joint UPOS/XPOS/FEATS tagger" in trained.stderr and "[4/6] lemmatizer" in trained.stderr
     assert "[5/6] jackknifing: taggers and lemmatizer on 5 folds" in trained.stderr and "[6/6] parser" in trained.stderr
+    # the parser stage's cascade before its passes and its labeler after them, as lines of the stage
+    lines, at = trained.stderr.splitlines(), [0]
+    for key in ("[6/6] parser", "  cascade: a first-order pruner trained on the first 14 sentences",
+                "  cascade: first-order pruner by max-marginals", "pass ", "  arc labeler: maxent"):
+        at.append(next(i for i in range(at[-1], len(lines)) if lines[i].startswith(key)))
+    assert not [line for line in lines[at[1]:at[3]] if line.startswith("pass ")]
     assert f"wrote {model}" in trained.stderr.splitlines()[-1]
     info = run("model", "info", model)
     assert_ok(info)

@@ -214,7 +214,7 @@ def _progress(settings: ParserSettings, quiet: bool):
         config = settings.trainer_configs()[0]
         label = f"trainer {settings.trainer_name}" + (f", C={settings.C:g}" if settings.C is not None else "")
         with TrainingProgress(label, has_dual=settings.spec.has_dual, max_passes=getattr(config, "max_passes", None),
-                              quiet=quiet, header_with_first=True) as progress:  # after the lines of the stages before
+                              quiet=quiet) as progress:
             yield [progress], None
 
     return shown()

@@ -15,20 +15,18 @@ from egnlp.base.errors import EgnlpError
 from egnlp.cli.common import INTERRUPTED, is_stdio
 
 
-def progress_printer(label: str, *, has_dual: bool = True, header_with_first: bool = False):
-    """A training callback printing one line per pass to stderr, after ``label`` and a header: printed now,
-    or with ``header_with_first`` just before the first pass's line (so that the lines a command prints of
-    its stages before the passes come before them).
+def progress_printer(label: str, *, has_dual: bool = True):
+    """A training callback printing one line per pass to stderr: ``label`` now, the columns' header with the
+    first pass (so that the lines a command prints of its stages before the passes come before it).
 
     Trainers with a dual (``has_dual``) show the dual and the relative
     duality gap; the others the norm of the primal's gradient where they
     record it.
     """
     last = "rel.gap" if has_dual else "|grad|"
-    header = [f"{label}\n{'pass':>4} {'eff.it':>7} {'sec':>7} {'C':>8} {'primal':>12} "
+    typer.echo(label, err=True)
+    header = [f"{'pass':>4} {'eff.it':>7} {'sec':>7} {'C':>8} {'primal':>12} "
               + (f"{'dual':>12} " if has_dual else "") + f"{last:>9} {'dev':>6}"]
-    if not header_with_first:
-        typer.echo(header.pop(), err=True)
 
     def show(r) -> None:
         if header:
@@ -54,13 +52,12 @@ class TrainingProgress:
     pass limit, the primal objective, the relative duality gap (or the
     gradient norm of trainers without a dual), the dev score and the time.
     Elsewhere one line per pass after a header (:func:`progress_printer`;
-    scripts read these lines; ``header_with_first``: the header with the first pass). Nothing with ``quiet``.
+    scripts read these lines). Nothing with ``quiet``.
     """
 
     def __init__(self, label: str, *, has_dual: bool = True, max_passes: int | None = None, quiet: bool = False,
-                 terminal: bool | None = None, header_with_first: bool = False) -> None:
+                 terminal: bool | None = None) -> None:
         self.label = label
-        self.header_with_first = header_with_first
         self.has_dual = has_dual
         self.max_passes = max_passes
         self.quiet = quiet
@@ -73,7 +70,7 @@ class TrainingProgress:
         if self.quiet:
             return self
         if not self.terminal:
-            self._show = progress_printer(self.label, has_dual=self.has_dual, header_with_first=self.header_with_first)
+            self._show = progress_printer(self.label, has_dual=self.has_dual)
             return self
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -118,8 +115,14 @@ class StageProgress:
     def __enter__(self) -> Callable[[str, str], list[TrainingProgress]]:
         return self._start
 
-    def _start(self, name: str, description: str, passes: bool = True) -> list[TrainingProgress]:
-        """Show a stage; one not trained in passes (``passes`` False) is its description line alone."""
+    def _start(self, name: str, description: str, passes: bool | None = True) -> list[TrainingProgress]:
+        """Show a stage; one not trained in passes (``passes`` False) is its description line alone, and
+        ``passes`` None makes ``description`` a line of the stage under way, which goes on (the parser's
+        cascade and labeler)."""
+        if passes is None:
+            if not self.quiet:
+                typer.echo(description, err=True)
+            return []
         self.__exit__()
         if not passes:
             if not self.quiet:
