@@ -1133,6 +1133,12 @@ class ArcFeaturizer:
                 self._score_lookup = KeyLookup(empty_keys, empty_vals, _NO_IDMAP, self.hash_bits, cache)
         return self._score_lookup
 
+    def release_score_lookup(self) -> None:
+        """Let go of :meth:`score_lookup`'s table (built again when next asked for): a training run that
+        decoded with it, as a cascade's pruner does, need not hold it through the passes that follow (es:
+        34 MB of RSS)."""
+        self._score_lookup = None
+
     def arc_scores(self, encoded: EncodedCorpus, s: int, w: np.ndarray | ArcWeights, prune: bool = False
                    ) -> np.ndarray:
         """Arc scores ``w . phi(h, m)`` of sentence ``s``, shape (n+1, n+1), without storing ids.

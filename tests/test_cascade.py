@@ -240,6 +240,7 @@ def test_cascade_trains_saves_loads_and_decodes_over_its_masks(order, es_train, 
     assert info["threshold"] == parser.pruner.threshold and info["tuning_sentences"] == 6
     assert 0.0 < info["train_kept"] < 1.0 and 0.0 < info["train_recall"] <= 1.0
     f = parser.featurizer
+    assert f._score_lookup is None  # the pruner's decoding table, let go before the model's passes
     masks = list(parser.pruner.masks(f, f.encode(dev)))
     for mask in masks:
         assert (mask[:, 1:].sum(axis=0) <= 4).all()
