@@ -399,11 +399,8 @@ def train_parser(train: Sequence[Sentence], dev: Sequence[Sentence] | None = Non
     labeler, labeler_info, interrupted = None, {}, arcs.interrupted
     if interrupted is None:
         try:
-            if settings.labels and has_labels(train):
-                _say(on_stage, "labeler", f"arc labeler: maxent over the {sum(map(len, train)):,} training arcs, "
-                                          f"{LABELER_PASSES} passes of coordinate descent at most")
             with interrupts_between_passes():  # Ctrl-C stops the labeler between its passes, never in a kernel
-                labeler = labeler_for(arcs.featurizer, train, settings.labels, labeler_info)
+                labeler = labeler_for(arcs.featurizer, train, settings.labels, labeler_info, on_stage)
         except KeyboardInterrupt:  # the arcs are trained: keep the best pass when asked to
             best = next((cb for cb in callbacks if isinstance(cb, BestPass) and cb.best is not None), None)
             if best is None:
@@ -576,11 +573,15 @@ def training_data(train: Sequence[Sentence], dev: Sequence[Sentence] | None, nam
             "dev_sentences": len(dev) if dev else 0}
 
 
-def labeler_for(featurizer: ArcFeaturizer, train: Sequence[Sentence], labels: bool, info: dict) -> ArcLabeler | None:
+def labeler_for(featurizer: ArcFeaturizer, train: Sequence[Sentence], labels: bool, info: dict,
+                on_stage: StageNote | None = None) -> ArcLabeler | None:
     """The arc labeler of a parser trained on ``train``, when wanted and the data are labeled;
-    what it took goes to ``info["labeler"]``."""
+    what it took goes to ``info["labeler"]``, and ``on_stage`` (:data:`StageNote`) hears of it as it starts
+    (``labeler``)."""
     if not (labels and has_labels(train)):
         return None
+    _say(on_stage, "labeler", f"arc labeler: maxent over the {sum(map(len, train)):,} training arcs, "
+                              f"{LABELER_PASSES} passes of coordinate descent at most")
     start = time.perf_counter()
     labeler, result = train_labeler(featurizer, train)
     info["labeler"] = {"labels": len(labeler.labels), "n_features": int(labeler.weights.size),
