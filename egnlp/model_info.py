@@ -22,6 +22,7 @@ from egnlp.base.files import ModelError
 from egnlp.features.grandparents import GRAND_TEMPLATES_VERSION
 from egnlp.features.siblings import SIBLING_TEMPLATES_VERSION
 from egnlp.parser import parser_model
+from egnlp.parser.cascade import MARGINALS
 from egnlp.parser.parser_model import Parser
 from egnlp.tagger import lemmatizer, tagger_model
 from egnlp.tagger.lemmatizer import Lemmatizer
@@ -227,7 +228,7 @@ def _cascade_part(record: dict[str, Any]) -> dict[str, Any]:
     tuned = next((row for row in rows if isinstance(row, dict) and row.get("threshold") == record.get("threshold")),
                  {})
     return {"threshold": record.get("threshold"), "top_k": record.get("top_k"),
-            "values": record.get("values", "marginals"),  # records before max-marginals have none
+            "values": record.get("values", MARGINALS),  # records before max-marginals have none
             "tuning_sentences": record.get("tuning_sentences"), "tuning_recall": tuned.get("recall"),
             "tuning_kept": tuned.get("kept"), "train_recall": record.get("train_recall"),
             "train_kept": record.get("train_kept"), "seconds": record.get("seconds")}
@@ -341,7 +342,7 @@ def _tree_choice(choice: dict[str, Any]) -> str:
 
 def _cascade(cascade: dict[str, Any]) -> str:
     """The line of a cascade: its threshold and top-k, and what its first stage keeps of the tuning split."""
-    text = (f"first-order pruner by {cascade.get('values', 'marginals')}, threshold {_number(cascade['threshold'])}, "
+    text = (f"first-order pruner by {cascade['values']}, threshold {_number(cascade['threshold'])}, "
             f"at most {_number(cascade['top_k'])} heads a word")
     if isinstance(cascade.get("tuning_recall"), (int, float)) and isinstance(cascade.get("tuning_kept"), (int, float)):
         text += (f"; on the training file's last tenth ({_number(cascade['tuning_sentences'])} sentences) it keeps "
