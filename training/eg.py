@@ -36,8 +36,7 @@ from egnlp.features.csr import add_sparse
 from egnlp.training.structured_problem import (
     StructuredProblem,
     gold_minus,
-    hinge,
-    loss_augmented_examples,
+    max_margin_terms,
     scored_examples,
 )
 from egnlp.training.records import (
@@ -84,10 +83,9 @@ def max_margin_gaps(problem: StructuredProblem, w: np.ndarray, mu, gaps: np.ndar
     marginals (the Frank-Wolfe gap of its block; the gaps sum to primal + dual).  ``mu``: every part's
     marginals, or a function of i giving example i's."""
     total = start
-    for i, lo, hi, s, z in loss_augmented_examples(problem, w):
-        total += hinge(problem, lo, hi, s, z)
-        mu_i = mu(i) if callable(mu) else mu[lo:hi]
-        gaps[i] = float((z - mu_i) @ (s + problem.loss[lo:hi]))
+    for i, value, gap in max_margin_terms(problem, w, mu):
+        total += value
+        gaps[i] = gap
     return total
 
 

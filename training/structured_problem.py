@@ -17,15 +17,17 @@ Parts that cannot occur (a parser's arc into the root) carry no features, a
 zero loss, zero gold, and get zero marginals.
 
 A problem may also say how many processes its evaluation passes may use
-(``jobs``, 1 when it has none): :func:`scored_examples` and
-:func:`loss_augmented_examples`, which the trainers' primal, dual and gap
-records read, then compute blocks of examples on that many forked processes
-and give them in order, so every sum is taken in the same order and the
-records and the model are the same bits for any number of jobs.
+(``jobs``, 1 when it has none): :func:`scored_examples`,
+:func:`loss_augmented_examples` and :func:`max_margin_terms`, which the
+trainers' primal, dual and gap records read, then compute blocks of examples on
+that many forked processes and give them in order, so every sum is taken in the
+same order and the records and the model are the same bits for any number of
+jobs.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Iterator, Protocol
 
 import numpy as np
@@ -169,6 +171,21 @@ def loss_augmented_examples(problem: StructuredProblem, w: np.ndarray) -> Iterat
     """For every example i: ``(i, lo, hi, s, z)`` with s = w . phi and z the parts of
     the loss-augmented argmax, argmax_y [e(y) + s(y)] (never the plain argmax)."""
     return _each_example(_loss_augmented, problem, w)
+
+
+def max_margin_terms(problem: StructuredProblem, w: np.ndarray, mu) -> Iterator[tuple[int, float, float]]:
+    """For every example i: ``(i, hinge, gap)``, its term of the max-margin primal at ``w`` (:func:`hinge`) and its
+    share of the duality gap, (z_i - mu_i) . (e_i + s_i) with z_i the loss-augmented argmax (the Frank-Wolfe
+    gap of its block); ``mu``: every part's marginals, or a function of i giving example i's.  Each example's
+    terms are computed where it is scored, so a worker process sends back three numbers, not its vectors
+    (es with ``--parts grandparents``: the vectors of its sibling and grandparent parts)."""
+    return _each_example(functools.partial(_max_margin_terms, mu), problem, w)
+
+
+def _max_margin_terms(mu, problem: StructuredProblem, w: np.ndarray, zero: bool, i: int) -> tuple[int, float, float]:
+    _, lo, hi, s, z = _loss_augmented(problem, w, zero, i)
+    mu_i = mu(i) if callable(mu) else mu[lo:hi]
+    return i, hinge(problem, lo, hi, s, z), float((z - mu_i) @ (s + problem.loss[lo:hi]))
 
 
 def hinge(problem: StructuredProblem, lo: int, hi: int, s: np.ndarray, z: np.ndarray) -> float:
