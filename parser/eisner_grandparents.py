@@ -713,7 +713,11 @@ def grand_parts(heads: ArrayLike) -> NDArray[np.int64]:
         attached to the root have no grandparent part, so k = n - (number of
         root children).
     """
-    arr = check_tree(heads)
+    return _grand_parts(check_tree(heads))
+
+
+def _grand_parts(arr: NDArray[np.int64]) -> NDArray[np.int64]:
+    """:func:`grand_parts` of a tree that :func:`check_tree` returned."""
     m = np.arange(1, arr.shape[0], dtype=np.int64)
     h = arr[1:]
     keep = h >= 1
@@ -731,14 +735,15 @@ def grand_indicator(heads: ArrayLike, size: int | None = None, layout: KeptParts
     :mod:`egnlp.features.kept_parts`, that keeps every arc of the tree): (layout.n_grand,) float64, 1.0 on
     the slots of the tree's grandparent parts.
     """
-    parts = grand_parts(heads)
-    n1 = len(np.asarray(heads))
+    arr = check_tree(heads)
+    parts = _grand_parts(arr)
+    n1 = arr.shape[0]
     if size is not None and size != n1:
         raise ValueError(f"size must equal len(heads) = {n1}, got {size!r}")
     if layout is not None:
         if layout.size != n1:
             raise ValueError(f"a layout of size {layout.size} for a tree of size {n1}")
-        slots = tree_grand_slots(layout, check_tree(heads))
+        slots = tree_grand_slots(layout, arr)
         slots = slots[slots >= 0]
         if slots.shape[0] != parts.shape[0]:
             raise ValueError("the tree has an arc that the layout does not keep")

@@ -19,6 +19,7 @@ and ``heads[m]`` in 0..n the head of word m.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
 ROOTS = ("single", "multi")
@@ -99,22 +100,40 @@ def check_tree(heads: ArrayLike) -> NDArray[np.int64]:
         raise ValueError(f"heads must be a 1-D array, got {arr.ndim} dimensions")
     if arr.shape[0] < 2:
         raise ValueError(f"heads must have length n + 1 >= 2, got {arr.shape[0]}")
-    if not np.issubdtype(arr.dtype, np.integer):
+    if arr.dtype.kind not in "iu":  # np.issubdtype(arr.dtype, np.integer), without its cost on every tree
         raise ValueError(f"heads must hold integers, got dtype {arr.dtype}")
     arr = np.ascontiguousarray(arr, dtype=np.int64)
-    n1 = arr.shape[0]
     if arr[0] != -1:
         raise ValueError(f"heads[0] must be -1 (the root has no head), got {arr[0]}")
-    words = np.arange(1, n1)
-    if ((arr[1:] < 0) | (arr[1:] >= n1) | (arr[1:] == words)).any():
+    fault = _tree_fault(arr)
+    if fault == 1:
         raise ValueError("heads[m] must be in 0..n and differ from m for every word m")
-    # Rooted and acyclic: pointer doubling reaches 0 from every word.
-    up = arr.copy()
-    up[0] = 0
-    steps = 1
-    while steps < n1:
-        up = up[up]
-        steps *= 2
-    if (up != 0).any():
+    if fault == 2:
         raise ValueError("heads contains a cycle: it is not a tree rooted at 0")
     return arr
+
+
+@njit(cache=True)
+def _tree_fault(heads):
+    """0 when ``heads`` ((n + 1,) int64, heads[0] = -1) is a tree rooted at 0; 1 when a head is out of
+    0..n or a word's own, 2 when the heads hold a cycle.  One kernel call instead of the pointer doubling
+    of numpy calls it replaced: training calls this on every argmax tree (es with ``--parts grandparents``:
+    336,186 calls, 6.5 s of 220 under cProfile)."""
+    size = heads.shape[0]
+    for m in range(1, size):
+        if heads[m] < 0 or heads[m] >= size or heads[m] == m:
+            return 1
+    state = np.zeros(size, dtype=np.uint8)  # 0: not seen, 1: on the walk under way, 2: reaches the root
+    state[0] = 2
+    for m in range(1, size):
+        x = m
+        while state[x] == 0:  # up from m until a word already known to reach the root, or this walk
+            state[x] = 1
+            x = heads[x]
+        if state[x] == 1:
+            return 2
+        x = m
+        while state[x] == 1:
+            state[x] = 2
+            x = heads[x]
+    return 0

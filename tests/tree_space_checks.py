@@ -303,6 +303,16 @@ def check_invalid_trees(*calls) -> None:
                 call(np.array(heads))
 
 
+def reaches_root(heads: np.ndarray) -> bool:
+    """Whether every word of ``heads`` (in 0..n, none its own head) reaches 0 by following heads: pointer
+    doubling, the reference the check of :func:`egnlp.parser.tree_checks.check_tree` is tested against."""
+    up = heads.copy()
+    up[0] = 0
+    for _ in range(max(1, int(np.ceil(np.log2(heads.shape[0]))) + 1)):
+        up = up[up]
+    return bool((up == 0).all())
+
+
 # --- sibling parts (parser.eisner_siblings layout) and projective trees as head arrays ---
 
 
