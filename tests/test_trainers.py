@@ -248,6 +248,55 @@ def test_bcfw_without_objectives_moves_the_same_weights(mm_problem, average):
         make_config(trainer, C=MM_C, order="gap", evaluate=False)
 
 
+@pytest.mark.parametrize("gap_every", [0, 2, 3])
+@pytest.mark.parametrize("average", [False, True])
+def test_bcfw_gap_every_computes_the_objectives_of_some_points_only(mm_problem, average, gap_every):
+    """``gap_every`` k: the start, every k-th pass and the last point (k = 0: the last only) have the primal and
+    gap, the very ones of a run computing them after every pass; the others NaN; the same weights and duals."""
+    trainer = get_trainer("bcfw")
+    every = trainer.fit(mm_problem, config=make_config(trainer, C=MM_C, max_passes=5, tol=0.0, average=average))
+    some = trainer.fit(mm_problem, config=make_config(trainer, C=MM_C, max_passes=5, tol=0.0, average=average,
+                                                       gap_every=gap_every))
+    assert np.array_equal(every.weights, some.weights)
+    assert np.array_equal(every.state["mu"], some.state["mu"])
+    assert [r.passes for r in some.records] == [0, 1, 2, 3, 4, 5]
+    assert [r.dual for r in every.records] == [r.dual for r in some.records]
+    for a, b in zip(every.records, some.records):
+        if (gap_every and b.passes % gap_every == 0) or b.passes == 5:
+            assert (b.primal, b.gap) == (a.primal, a.gap)
+        else:
+            assert np.isnan(b.primal) and np.isnan(b.rel_gap)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="gap_every"):
+            make_config(trainer, C=MM_C, gap_every=bad)
+    with pytest.raises(ValueError, match="gap_every 1"):
+        make_config(trainer, C=MM_C, order="gap", gap_every=0)
+
+
+def test_bcfw_stopped_at_a_point_without_objectives_runs_no_extra_pass(mm_problem):
+    """With ``gap_every`` 0 a pass is recorded as soon as the next one is due, so a callback that stops the run
+    after pass 2 (patience) has its point as the result before pass 3 runs: the weights of a run capped at 2,
+    and, as the last point, its primal and gap in its record (the callback saw it without them)."""
+
+    class StopAt:
+        stop = False
+
+        def __call__(self, record):
+            self.stop = record.passes == 2
+
+    seen = []
+    trainer = get_trainer("bcfw")
+    result = trainer.fit(mm_problem, config=make_config(trainer, C=MM_C, max_passes=10, tol=0.0, average=True,
+                                                        gap_every=0), callbacks=(StopAt(), seen.append))
+    assert result.final.passes == 2 and len(result.records) == 3 and np.isnan(seen[-1].primal)
+    capped = trainer.fit(mm_problem, config=make_config(trainer, C=MM_C, max_passes=2, tol=0.0, average=True))
+    assert (result.final.primal, result.final.dual, result.final.gap, result.final.rel_gap) == \
+        (capped.final.primal, capped.final.dual, capped.final.gap, capped.final.rel_gap)
+    assert np.isfinite(result.final.primal)
+    assert np.array_equal(result.weights, capped.weights)
+    assert np.array_equal(result.state["mu"], capped.state["mu"])
+
+
 def test_bcfw_stopped_by_a_callback_returns_the_recorded_pass(mm_problem):
     """A callback that stops the run after pass 2 sees pass 2's record only after pass 3 ran (its primal is
     summed during pass 3); the result is still pass 2's point, the extra pass dropped."""

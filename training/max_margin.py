@@ -51,8 +51,11 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
     so W_avg = W(mu_avg)).  mu_avg is a convex combination of feasible points, so the primal at
     w_avg = W_avg / C and the dual at mu_avg still bound the optimum from both sides: the recorded gap is
     a certificate as without averaging.  The visits move the current iterate, never the average.
-    ``state["mu"]`` warm-starts (any feasible marginals, one starting point per example); the result's
-    ``state["mu"]`` is made when it is read.
+    ``config.gap_every`` says which points have their primal computed (the second argmax of the visits
+    of the pass after them): the others are recorded as soon as the next pass is due, primal NaN, and
+    the last point always has it, by a pass of its own (after its record, when that record stopped the
+    run).  ``state["mu"]`` warm-starts (any feasible marginals, one starting point per example); the
+    result's ``state["mu"]`` is made when it is read.
     """
     pf = problem.features
     n = pf.n_examples
@@ -74,10 +77,15 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
     W_rec = W.copy() if config.average else W
     hinges = np.zeros(n)  # each example's hinge at the pending point, summed on the way (see below)
 
-    def record(pt: _Point, inline: bool = False) -> bool:
-        """Record ``pt``, its primal from the ``hinges`` summed on the way, or from a pass of its own."""
+    def due(passes: int) -> bool:
+        """Whether the point after ``passes`` passes has its primal and gap computed, the last point aside."""
+        return config.evaluate and config.gap_every > 0 and passes % config.gap_every == 0
+
+    def record(pt: _Point, inline: bool = False, evaluate: bool = True) -> bool:
+        """Record ``pt``, its primal from the ``hinges`` summed on the way, or from a pass of its own, or
+        (without ``evaluate``) none."""
         w = pt.W / C
-        if not config.evaluate:  # no objectives: NaN, and the run never converges
+        if not (config.evaluate and evaluate):  # no objectives: NaN, and the run does not converge here
             primal = float("nan")
         elif inline:  # summed in the order of max_margin_gaps, so both give the same bits
             primal = 0.5 * C * float(w @ w)
@@ -98,17 +106,28 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
         weights = sets.avg if config.average else [a.copy() for a in sets.alpha]
         return _Point(passes, sets, weights, W_rec if config.average else W.copy(), C, seconds)
 
-    converged = record(point(0, 0.0))
+    converged = record(point(0, 0.0), evaluate=due(0))
     pending: _Point | None = None  # the point of the last pass, not yet recorded
     passes = 0
     while True:
         if converged or passes >= config.max_passes or rec.out_of_time(config.max_seconds):
-            if pending is not None:
+            if pending is not None:  # the last point: its objectives in any case, by a pass of their own
                 converged = record(pending)
             break
         if pending is not None and config.order == "gap":  # the order needs the gaps of the last pass
             converged, pending = record(pending), None
             continue
+        if pending is not None and not due(pending.passes):  # not the last point, and not one to evaluate
+            record(pending, evaluate=False)
+            if rec.stopped:  # the record stopped the run (patience): the recorded point is the result, and the
+                # last point, whose objectives its record gets now, as a run capped at its pass would have them
+                w = pending.W / C
+                converged = False
+                if config.evaluate:
+                    primal = max_margin_gaps(problem, w, pending.mu, gaps, 0.5 * C * float(w @ w))
+                    converged = rec.complete_last(primal).rel_gap <= config.tol
+                return TrainResult(weights=w, records=rec.records, converged=converged, state=_MuState(pending))
+            pending = None
         passes += 1
         start = time.perf_counter()
         order = (gap_order(rng, gaps) if config.order == "gap" else

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import signal
 import threading
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -38,7 +39,9 @@ class PassRecord:
     grad_norm: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields, JSON-ready: an objective not computed (NaN: BCFW's ``gap_every``) is None."""
+        return {key: None if isinstance(value, float) and math.isnan(value) else value
+                for key, value in asdict(self).items()}
 
 
 Callback = Callable[[PassRecord], None]
@@ -59,6 +62,13 @@ class TrainResult:
         return self.records[-1]
 
 
+def _objectives(primal: float, dual: float | None) -> dict[str, float | None]:
+    """A record's primal, dual, gap and relative gap (no gaps without a dual)."""
+    gap = primal + dual if dual is not None else None
+    return {"primal": primal, "dual": dual, "gap": gap,
+            "rel_gap": gap / max(abs(primal), 1e-300) if gap is not None else None}
+
+
 class Recorder:
     """Builds the per-pass records of a run and hands them to the callbacks.
 
@@ -76,10 +86,9 @@ class Recorder:
 
     def record(self, passes: int, w: np.ndarray, primal: float, dual: float | None = None,
                C: float | None = None, grad_norm: float | None = None) -> PassRecord:
-        gap = primal + dual if dual is not None else None
-        rec = PassRecord(passes=passes, eff_iters=self.visits / self.n, seconds=self.seconds, primal=primal,
-                         dual=dual, gap=gap, rel_gap=gap / max(abs(primal), 1e-300) if gap is not None else None,
-                         dev=self.dev(w) if self.dev is not None else None, C=C, grad_norm=grad_norm)
+        rec = PassRecord(passes=passes, eff_iters=self.visits / self.n, seconds=self.seconds,
+                         **_objectives(primal, dual), dev=self.dev(w) if self.dev is not None else None, C=C,
+                         grad_norm=grad_norm)
         self.records.append(rec)
         for cb in self.callbacks:
             keep = getattr(cb, "keep", None)
@@ -91,6 +100,13 @@ class Recorder:
         if _INTERRUPT[0]:  # Ctrl-C during the pass (see interrupts_between_passes): stop here, the pass kept
             interrupt()
         return rec
+
+    def complete_last(self, primal: float) -> PassRecord:
+        """The last record again, in its place, with ``primal`` and its gaps: objectives computed after the
+        record was made and seen (BCFW's last point, when its record stopped the run).  The callbacks are
+        not called again."""
+        self.records[-1] = replace(self.records[-1], **_objectives(primal, self.records[-1].dual))
+        return self.records[-1]
 
     stopped = False  # a callback asked to stop (its ``stop`` attribute turned true after a pass)
 

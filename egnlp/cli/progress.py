@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -13,6 +14,12 @@ import typer
 
 from egnlp.base.errors import EgnlpError
 from egnlp.cli.common import INTERRUPTED, is_stdio
+
+
+def _known(value: float | None) -> bool:
+    """Whether a record's objective or gap was computed: not None, not NaN (BCFW's passes without them,
+    ``--gap-every``)."""
+    return value is not None and not math.isnan(value)
 
 
 def progress_printer(label: str, *, has_dual: bool = True):
@@ -35,12 +42,12 @@ def progress_printer(label: str, *, has_dual: bool = True):
         C = f"{r.C:8.3g}" if r.C is not None else " " * 8
         if has_dual:
             dual = f"{r.dual:12.2f} " if r.dual is not None else " " * 13
-            end = f"{r.rel_gap:9.2e}" if r.rel_gap is not None else " " * 9
+            end = " " * 9 if r.rel_gap is None else f"{r.rel_gap:9.2e}" if _known(r.rel_gap) else f"{'-':>9}"
         else:
             dual = ""
             end = f"{r.grad_norm:9.2e}" if r.grad_norm is not None else " " * 9
-        typer.echo(f"{r.passes:4d} {r.eff_iters:7.2f} {r.seconds:7.1f} {C} {r.primal:12.2f} {dual}{end} {dev}",
-                   err=True)
+        primal = f"{r.primal:12.2f}" if _known(r.primal) else f"{'-':>12}"
+        typer.echo(f"{r.passes:4d} {r.eff_iters:7.2f} {r.seconds:7.1f} {C} {primal} {dual}{end} {dev}", err=True)
 
     return show
 
@@ -88,9 +95,9 @@ class TrainingProgress:
             self._show(record)
         elif self._bar is not None:
             limit = f"/{self.max_passes}" if self.max_passes else ""
-            scores = [f"objective {record.primal:.6g}"]
+            scores = [f"objective {record.primal:.6g}" if _known(record.primal) else "objective -"]
             if self.has_dual:
-                scores.append(f"gap {record.rel_gap:.2e}" if record.rel_gap is not None else "gap -")
+                scores.append(f"gap {record.rel_gap:.2e}" if _known(record.rel_gap) else "gap -")
             elif record.grad_norm is not None:
                 scores.append(f"|grad| {record.grad_norm:.2e}")
             scores.append(f"dev {record.dev:.2f}" if record.dev is not None else "dev -")
