@@ -146,6 +146,9 @@ def test_train_prints_each_pass_to_stderr_and_writes_the_model(training: tuple[R
     progress = [int(m.group(1)) for m in re.finditer(r"^\s*(\d+)\s+\d+\.\d+\s", result.stderr, re.MULTILINE)]
     assert set(range(1, PASSES + 1)) <= set(progress), result.stderr
     assert "eff.it" in result.stderr and "eff.it" not in result.stdout
+    # --gap-every 0 (the default): the primal (fifth column) and the gap of the last pass only, '-' before it
+    rows = [line.split() for line in result.stderr.splitlines() if re.match(r"^\s*\d+\s+\d+\.\d+\s", line)]
+    assert all(row[4] == row[6] == "-" for row in rows[:-1]) and float(rows[-1][4]) > 0, result.stderr
     assert f"training on {N_TRAIN} sentences, dev {N_DEV}" in result.stderr
     parser = Parser.load(path)
     assert parser.info["train_sentences"] == N_TRAIN
