@@ -266,6 +266,8 @@ def test_bcfw_gap_every_computes_the_objectives_of_some_points_only(mm_problem, 
             assert (b.primal, b.gap) == (a.primal, a.gap)
         else:
             assert np.isnan(b.primal) and np.isnan(b.rel_gap)
+    start = trainer.fit(mm_problem, config=make_config(trainer, C=MM_C, max_passes=0, gap_every=gap_every))
+    assert [(r.passes, r.primal) for r in start.records] == [(0, every.records[0].primal)]  # the last point
     for bad in (-1, 1.5, True):
         with pytest.raises(ValueError, match="gap_every"):
             make_config(trainer, C=MM_C, gap_every=bad)

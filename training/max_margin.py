@@ -106,7 +106,7 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
         weights = sets.avg if config.average else [a.copy() for a in sets.alpha]
         return _Point(passes, sets, weights, W_rec if config.average else W.copy(), C, seconds)
 
-    converged = record(point(0, 0.0), evaluate=due(0))
+    converged = record(point(0, 0.0), evaluate=due(0) or config.max_passes == 0)  # the start, or the last point
     pending: _Point | None = None  # the point of the last pass, not yet recorded
     passes = 0
     while True:
