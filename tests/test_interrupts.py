@@ -22,6 +22,16 @@ from egnlp.corpora import load_dataset, write_conll
 from egnlp.training.records import interrupts_between_passes
 
 
+@pytest.fixture(autouse=True)
+def python_sigint_handler():
+    """Each test starts with Python's own SIGINT handler, as a command's process does. A pytest-xdist worker
+    can run with SIGINT ignored (one of the two did for most of a run of the suite, its tests seeing
+    SIG_IGN from the first), and the blocks under test restore the handler they found."""
+    found = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, found)
+
+
 class CtrlCInNumba:
     """An object whose Numba type is asked from inside Numba's typeof: there it sends itself SIGINT
     ``times`` times and records whether its frame is in Numba's code."""
