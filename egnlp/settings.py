@@ -209,7 +209,8 @@ class ParserSettings:
     gap_every: int | None = option(None, "--gap-every", "BCFW: compute the primal objective and the duality gap "
                                    "(a second argmax per sentence) after every N-th pass, and of the last pass in "
                                    "any case; 0: of the last pass only. The model is the same for any N.",
-                                   shown=f"{PARSER_GAP_EVERY} for {PARSER_TRAINER}", metavar="N")
+                                   shown=f"{PARSER_GAP_EVERY} for {PARSER_TRAINER}, 1 with --tol or --order gap",
+                                   metavar="N")
     order: str | None = option(None, "--order", "EG, BCFW: example order, random (a fresh permutation per pass), "
                                "cyclic, or gap (draws in proportion to each example's share of the duality gap).",
                                shown="random", choices=ORDERS)
@@ -378,7 +379,9 @@ class ParserSettings:
         spec = self.spec
         defaults: dict[str, Any] = {}
         if spec.name == PARSER_TRAINER and not self.dask:
-            defaults = {"average": True, "gap_every": PARSER_GAP_EVERY,
+            # a --tol to stop at, or --order gap, reads the gap of every pass
+            wants_gaps = self.tol is not None or self.order == "gap"
+            defaults = {"average": True, "gap_every": 1 if wants_gaps else PARSER_GAP_EVERY,
                         "max_passes": FIRST_ORDER_PASSES if self.order_of_model == 1 else HIGHER_ORDER_PASSES}
         given = {name: value for name, value in (("max_passes", self.max_passes), ("tol", self.tol),
                                                  ("anneal", self.anneal), ("average", self.average),

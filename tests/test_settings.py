@@ -134,3 +134,16 @@ def test_the_crf_takes_a_tag_dictionary_when_its_parts_would_not_fit() -> None:
     assert TaggerSettings(model="maxent", dictionary=2).maxent_dictionary == 2
     with pytest.raises(SettingsError, match="--dictionary"):
         TaggerSettings(dictionary=-1)
+
+
+def test_the_parser_computes_the_gap_of_every_pass_when_it_is_read() -> None:
+    """BCFW's primal and gap of the last pass only, unless --tol (a gap to stop at) or --order gap (drawn by
+    the gaps) reads them after every pass, or --gap-every says otherwise."""
+    from egnlp.settings import ParserSettings
+
+    def gap_every(**options):
+        return ParserSettings(**options).trainer_configs()[0].gap_every
+
+    assert gap_every() == 0 and gap_every(parts="grandparents") == 0
+    assert gap_every(tol=1e-4) == 1 and gap_every(order="gap") == 1
+    assert gap_every(gap_every=3) == 3 and gap_every(tol=1e-4, gap_every=2) == 2
