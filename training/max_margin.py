@@ -81,6 +81,11 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
         """Whether the point after ``passes`` passes has its primal and gap computed, the last point aside."""
         return config.evaluate and config.gap_every > 0 and passes % config.gap_every == 0
 
+    def own_pass_primal(pt: _Point) -> float:
+        """The primal at ``pt`` by a pass of its own over the data (each block's gap into ``gaps``)."""
+        w = pt.W / C
+        return max_margin_gaps(problem, w, pt.mu, gaps, 0.5 * C * float(w @ w))
+
     def record(pt: _Point, inline: bool = False, evaluate: bool = True) -> bool:
         """Record ``pt``, its primal from the ``hinges`` summed on the way, or from a pass of its own, or
         (without ``evaluate``) none."""
@@ -92,7 +97,7 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
             for value in hinges.tolist():
                 primal += value
         else:
-            primal = max_margin_gaps(problem, w, pt.mu, gaps, 0.5 * C * float(w @ w))
+            primal = own_pass_primal(pt)
         rec.visits, seconds, rec.seconds = pt.passes * n, rec.seconds, pt.seconds
         try:
             r = rec.record(pt.passes, w, primal, pt.dual, C)
@@ -121,12 +126,9 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
             record(pending, evaluate=False)
             if rec.stopped:  # the record stopped the run (patience): the recorded point is the result, and the
                 # last point, whose objectives its record gets now, as a run capped at its pass would have them
-                w = pending.W / C
-                converged = False
-                if config.evaluate:
-                    primal = max_margin_gaps(problem, w, pending.mu, gaps, 0.5 * C * float(w @ w))
-                    converged = rec.complete_last(primal).rel_gap <= config.tol
-                return TrainResult(weights=w, records=rec.records, converged=converged, state=_MuState(pending))
+                converged = config.evaluate and rec.complete_last(own_pass_primal(pending)).rel_gap <= config.tol
+                return TrainResult(weights=pending.W / C, records=rec.records, converged=converged,
+                                   state=_MuState(pending))
             pending = None
         passes += 1
         start = time.perf_counter()
