@@ -506,6 +506,7 @@ def train_pruner(featurizer: ArcFeaturizer, train: Sequence[Sentence], settings:
     pruner = ArcPruner(weights, root, threshold, settings.cascade_top_k)
     keep = list(pruner.masks(featurizer, featurizer.encode(train)))
     featurizer.release_score_lookup()  # the model's passes compile ids instead: the table would sit idle
+    pruner.release_weights()  # so would the pruner's weights as the direct scorer reads them
     counts = count_kept(keep, [s.heads for s in train])
     for mask, sentence in zip(keep, train):  # the gold arcs too
         mask[np.asarray(sentence.heads, dtype=np.int64), np.arange(1, len(sentence) + 1)] = 1

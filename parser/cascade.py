@@ -219,6 +219,12 @@ class ArcPruner:
             keep = prune_arcs(self._marginals(featurizer, encoded, s, arc, weights), self.threshold, self.top_k)
             yield keep, mask_arc_scores(other, keep)
 
+    def release_weights(self) -> None:
+        """Let go of the weights as the direct scorer reads them (:meth:`_weights_of` makes them again when
+        next needed): a training's higher-order passes never read them, and they are as long as the
+        features (es: 15 MiB)."""
+        self._arc_weights = None
+
     def _weights_of(self, featurizer):
         """The pruner's weights as the featurizer's direct scorer reads them, made once."""
         if self._arc_weights is None:

@@ -241,6 +241,7 @@ def test_cascade_trains_saves_loads_and_decodes_over_its_masks(order, es_train, 
     assert 0.0 < info["train_kept"] < 1.0 and 0.0 < info["train_recall"] <= 1.0
     f = parser.featurizer
     assert f._score_lookup is None  # the pruner's decoding table, let go before the model's passes
+    assert parser.pruner._arc_weights is None  # and its weights as that table's scorer reads them (made again below)
     masks = list(parser.pruner.masks(f, f.encode(dev)))
     for mask in masks:
         assert (mask[:, 1:].sum(axis=0) <= 4).all()

@@ -81,9 +81,10 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
         """Whether the point after ``passes`` passes has its primal and gap computed, the last point aside."""
         return config.evaluate and config.gap_every > 0 and passes % config.gap_every == 0
 
-    def own_pass_primal(pt: _Point) -> float:
-        """The primal at ``pt`` by a pass of its own over the data (each block's gap into ``gaps``)."""
-        w = pt.W / C
+    def own_pass_primal(pt: _Point, w: np.ndarray | None = None) -> float:
+        """The primal at ``pt`` (``w``: its weights W / C, when made already) by a pass of its own over the
+        data (each block's gap into ``gaps``)."""
+        w = pt.W / C if w is None else w
         return max_margin_gaps(problem, w, pt.mu, gaps, 0.5 * C * float(w @ w))
 
     def record(pt: _Point, inline: bool = False, evaluate: bool = True) -> bool:
@@ -96,8 +97,8 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
             primal = 0.5 * C * float(w @ w)
             for value in hinges.tolist():
                 primal += value
-        else:
-            primal = own_pass_primal(pt)
+        else:  # the weights made above: a second copy as long as the features would be held through the pass
+            primal = own_pass_primal(pt, w)
         rec.visits, seconds, rec.seconds = pt.passes * n, rec.seconds, pt.seconds
         try:
             r = rec.record(pt.passes, w, primal, pt.dual, C)
