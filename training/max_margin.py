@@ -112,6 +112,10 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
         weights = sets.avg if config.average else [a.copy() for a in sets.alpha]
         return _Point(passes, sets, weights, W_rec if config.average else W.copy(), C, seconds)
 
+    def result(pt: _Point, converged: bool) -> TrainResult:
+        """The run's result: the point ``pt``'s weights and marginals, and the records so far."""
+        return TrainResult(weights=pt.W / C, records=rec.records, converged=converged, state=_MuState(pt))
+
     converged = record(point(0, 0.0), evaluate=due(0) or config.max_passes == 0)  # the start, or the last point
     pending: _Point | None = None  # the point of the last pass, not yet recorded
     passes = 0
@@ -128,8 +132,7 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
             if rec.stopped:  # the record stopped the run (patience): the recorded point is the result, and the
                 # last point, whose objectives its record gets now, as a run capped at its pass would have them
                 converged = config.evaluate and rec.complete_last(own_pass_primal(pending)).rel_gap <= config.tol
-                return TrainResult(weights=pending.W / C, records=rec.records, converged=converged,
-                                   state=_MuState(pending))
+                return result(pending, converged)
             pending = None
         passes += 1
         start = time.perf_counter()
@@ -170,16 +173,14 @@ def fit_bcfw(problem: StructuredProblem, *, config: BCFWConfig = BCFWConfig(), d
         if pending is not None:  # the last pass's record, now that its primal is known
             converged = record(pending, inline=True)
             if converged or rec.stopped:  # this pass was one too many: the recorded point is the result
-                return TrainResult(weights=pending.W / C, records=rec.records, converged=converged,
-                                   state=_MuState(pending))
+                return result(pending, converged)
         if config.average:
             rho = 2.0 / (passes + 2.0)
             sets.average(rho)
             _average_into(W_rec, W, rho)
         pending = point(passes, rec.seconds)
     # the returned point: the average (or the iterate) as it stands, which the last record saw
-    return TrainResult(weights=W_rec / C, records=rec.records, converged=converged,
-                       state=_MuState(point(passes, rec.seconds)))
+    return result(point(passes, rec.seconds), converged)
 
 
 def _average_into(avg: np.ndarray, x: np.ndarray, rho: float, block: int = 1 << 22) -> None:
